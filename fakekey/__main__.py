@@ -1,0 +1,7 @@
+"""python -m fakekey: the same as fakekey-server."""
+
+import sys
+
+from fakekey.cli import main
+
+sys.exit(main())

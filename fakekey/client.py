@@ -1,0 +1,94 @@
+"""One connection's state: protocol, database, user, name, MULTI queue, watches,
+subscriptions and blocked state. The network side lives in `server.py`."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from fakekey.resp.encoder import ENCODERS, Encoder
+from fakekey.resp.parser import RequestParser
+
+if TYPE_CHECKING:
+    from fakekey.keyspace import Database
+    from fakekey.state import ServerState
+
+
+class Client:
+    """A client of the server; also the context a command handler receives."""
+
+    def __init__(self, state: ServerState, connection: Any = None, addr: str = "", laddr: str = "") -> None:
+        self.state = state
+        self.connection = connection
+        self.id = state.next_client_id()
+        self.addr = addr
+        self.laddr = laddr
+        self.fd = 8 + self.id
+        self.db: Database = state.dbs[0]
+        self.protocol = 2
+        self.encoder: Encoder = ENCODERS[2]
+        self.name = b""
+        self.lib_name = b""
+        self.lib_ver = b""
+        self.user = "default"
+        self.authenticated = not state.config["requirepass"]
+        self.parser = RequestParser(state.config["proto-max-bulk-len"])
+        self.parser.authenticated = self.authenticated
+        self.created_ms = state.clock.now_ms()
+        self.last_interaction_ms = self.created_ms
+        self.last_command = "NULL"
+        self.total_commands = 0
+        self.net_in = 0
+        self.net_out = 0
+        self.reply_mode = "on"  # on | off | skip
+        self.no_evict = False
+        self.no_touch = False
+        self.close_after_reply = False
+        self.killed = False
+        # MULTI / WATCH
+        self.in_multi = False
+        self.multi_queue: list[tuple[Any, list[bytes]]] = []
+        self.multi_error = False
+        self.watching: list[tuple[Database, bytes]] = []
+        self.watch_dirty = False
+        # pub/sub
+        self.channels: set[bytes] = set()
+        self.patterns: set[bytes] = set()
+        self.shard_channels: set[bytes] = set()
+        # blocking: the pending requests that arrived while blocked, and the wait itself
+        self.blocked: Any = None
+        self.pending: deque[list[bytes]] = deque()
+
+    @property
+    def subscriptions(self) -> int:
+        return len(self.channels) + len(self.patterns)
+
+    def set_protocol(self, protocol: int) -> None:
+        self.protocol = protocol
+        self.encoder = ENCODERS[protocol]
+
+    def select(self, index: int) -> None:
+        self.db = self.state.dbs[index]
+
+    def flags(self) -> str:
+        out = ""
+        if self.blocked is not None:
+            out += "b"
+        if self.in_multi:
+            out += "x"
+        if self.watch_dirty and self.watching:
+            out += "d"
+        if self.subscriptions or self.shard_channels:
+            out += "P"
+        if self.no_evict:
+            out += "e"
+        if self.no_touch:
+            out += "T"
+        if self.close_after_reply:
+            out += "c"
+        return out or "N"
+
+    def send(self, reply: Any) -> None:
+        """Write a reply outside the request cycle (a woken client, a pub/sub message)."""
+        if self.connection is not None and self.reply_mode == "on":
+            self.connection.write(self.encoder.encode(reply))

@@ -1,0 +1,25 @@
+"""Command families, one module each; importing a module registers its commands."""
+
+import importlib
+
+FAMILIES = (
+    "connection",
+    "server_cmds",
+    "introspection",
+    "keys",
+    "strings",
+    "bitmaps",
+    "fakekey_cmds",
+)
+
+_loaded = False
+
+
+def load_all() -> None:
+    """Import every family once so the registry is complete."""
+    global _loaded
+    if _loaded:
+        return
+    for name in FAMILIES:
+        importlib.import_module(f"fakekey.commands.{name}")
+    _loaded = True

@@ -1,0 +1,86 @@
+"""Argument parsing shared by every family. Each helper raises Valkey's exact error."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from fakekey.resp.replies import ReplyError
+
+WRONGTYPE = ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value")
+SYNTAX = ReplyError("ERR syntax error")
+NOT_INTEGER = ReplyError("ERR value is not an integer or out of range")
+NOT_FLOAT = ReplyError("ERR value is not a valid float")
+NO_SUCH_KEY = ReplyError("ERR no such key")
+OVERFLOW = ReplyError("ERR increment or decrement would overflow")
+DB_RANGE = ReplyError("ERR DB index is out of range")
+
+LLONG_MIN = -(2**63)
+LLONG_MAX = 2**63 - 1
+
+_INT_RE = re.compile(rb"(?:0|-?[1-9][0-9]{0,18})\Z")
+# strtod's decimal forms and inf/infinity; no spaces, no nan, no hex.
+_FLOAT_RE = re.compile(
+    rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?)\Z", re.I
+)
+
+
+def parse_int(raw: bytes, error: ReplyError = NOT_INTEGER) -> int:
+    """string2ll: canonical decimal, signed 64-bit."""
+    if _INT_RE.match(raw):
+        value = int(raw)
+        if LLONG_MIN <= value <= LLONG_MAX:
+            return value
+    raise error
+
+
+def try_int(raw: bytes) -> int | None:
+    if _INT_RE.match(raw):
+        value = int(raw)
+        if LLONG_MIN <= value <= LLONG_MAX:
+            return value
+    return None
+
+
+def parse_float(raw: bytes, error: ReplyError = NOT_FLOAT) -> float:
+    """getDoubleFromObject: strtod forms, no spaces, no nan, out of range is an error."""
+    if not _FLOAT_RE.match(raw):
+        raise error
+    value = float(raw)
+    if math.isinf(value) and b"inf" not in raw.lower():
+        raise error  # ERANGE overflow
+    if value == 0.0 and _has_nonzero_digit(raw):
+        raise error  # ERANGE underflow
+    return value
+
+
+def _has_nonzero_digit(raw: bytes) -> bool:
+    mantissa = raw.lower().split(b"e", 1)[0]
+    return any(48 < c <= 57 for c in mantissa)
+
+
+def parse_non_negative(raw: bytes, what: str) -> int:
+    value = parse_int(raw)
+    if value < 0:
+        raise ReplyError(f"ERR {what} is negative")
+    return value
+
+
+def upper(raw: bytes) -> bytes:
+    return raw.upper()
+
+
+def wrong_args(name: str) -> ReplyError:
+    return ReplyError(f"ERR wrong number of arguments for '{name}' command")
+
+
+def unknown_subcommand(sub: bytes, parent: str) -> ReplyError:
+    text = sub.decode("utf-8", "replace")
+    return ReplyError(f"ERR unknown subcommand '{text[:128]}'. Try {parent.upper()} HELP.")
+
+
+def parse_db_index(raw: bytes, count: int) -> int:
+    index = parse_int(raw)
+    if not 0 <= index < count:
+        raise DB_RANGE
+    return index

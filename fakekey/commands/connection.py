@@ -1,0 +1,151 @@
+"""Connection commands: PING, ECHO, SELECT, QUIT, RESET, HELLO, AUTH."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fakekey.client import Client
+from fakekey.commands.args import parse_db_index, parse_int
+from fakekey.commands.registry import command
+from fakekey.resp.replies import OK, PONG, ReplyError, Simple
+
+G = "connection"
+WRONGPASS = ReplyError("WRONGPASS invalid username-password pair or user is disabled.")
+
+
+@command("ping", -1, "fast sentinel", acl="connection", group=G, since="1.0.0",
+         summary="Answers PONG, or echoes its argument.")
+def ping(c: Client, argv: list[bytes]) -> Any:
+    if len(argv) > 2:
+        raise ReplyError("ERR wrong number of arguments for 'ping' command")
+    if c.subscriptions and c.protocol == 2:
+        return [b"pong", argv[1] if len(argv) == 2 else b""]
+    return argv[1] if len(argv) == 2 else PONG
+
+
+@command("echo", 2, "fast", acl="connection", group=G, since="1.0.0",
+         summary="Answers with the message it was given.")
+def echo(c: Client, argv: list[bytes]) -> Any:
+    return argv[1]
+
+
+@command("select", 2, "loading stale fast", acl="connection", group=G, since="1.0.0",
+         summary="Switches the connection to another numbered database.")
+def select(c: Client, argv: list[bytes]) -> Any:
+    c.select(parse_db_index(argv[1], len(c.state.dbs)))
+    return OK
+
+
+@command("quit", -1, "allow_busy noscript loading stale fast no_auth", acl="connection",
+         group=G, since="1.0.0", summary="Closes the connection after answering OK.",
+         doc_flags="deprecated")
+def quit_(c: Client, argv: list[bytes]) -> Any:
+    c.close_after_reply = True
+    return OK
+
+
+@command("reset", 1, "noscript loading stale fast no_auth allow_busy", acl="connection",
+         group=G, since="6.2.0", summary="Returns the connection to its initial state.")
+def reset(c: Client, argv: list[bytes]) -> Any:
+    state = c.state
+    if c.in_multi or c.multi_queue:
+        c.in_multi = False
+        c.multi_queue.clear()
+        c.multi_error = False
+    state.unwatch_all(c)
+    state.unsubscribe_all(c)
+    c.set_protocol(2)
+    c.select(0)
+    c.name = b""
+    c.reply_mode = "on"
+    c.no_evict = False
+    c.no_touch = False
+    c.user = "default"
+    c.authenticated = not state.config["requirepass"]
+    c.parser.authenticated = c.authenticated
+    return Simple(b"RESET")
+
+
+def check_password(c: Client, user: bytes, password: bytes) -> None:
+    """Authenticate `c` as `user` or raise WRONGPASS (the ACL layer may replace this)."""
+    checker = getattr(c.state, "acl", None)
+    if checker is not None:
+        checker.authenticate(c, user, password)
+        return
+    required = c.state.config["requirepass"]
+    if user != b"default" or (required and password != required.encode()):
+        raise WRONGPASS
+    c.user = "default"
+    c.authenticated = True
+    c.parser.authenticated = True
+
+
+@command("auth", -2, "noscript loading stale fast no_auth allow_busy", acl="connection",
+         group=G, since="1.0.0", summary="Authenticates the connection.")
+def auth(c: Client, argv: list[bytes]) -> Any:
+    if len(argv) > 3:
+        raise ReplyError("ERR syntax error")
+    if len(argv) == 2:
+        if not c.state.config["requirepass"] and getattr(c.state, "acl", None) is None:
+            raise ReplyError(
+                "ERR AUTH <password> called without any password configured for the default "
+                "user. Are you sure your configuration is correct?"
+            )
+        check_password(c, b"default", argv[1])
+    else:
+        check_password(c, argv[1], argv[2])
+    return OK
+
+
+def hello_reply(c: Client) -> dict[bytes, Any]:
+    state = c.state
+    return {
+        b"server": b"valkey",
+        b"version": state.valkey_version.encode(),
+        b"proto": c.protocol,
+        b"id": c.id,
+        b"mode": b"standalone",
+        b"role": b"master",
+        b"modules": state.module_list(),
+    }
+
+
+@command("hello", -1, "noscript loading stale fast no_auth allow_busy", acl="connection",
+         group=G, since="6.0.0", summary="Chooses the protocol, and optionally authenticates "
+         "and names the connection; answers with the server's description.")
+def hello(c: Client, argv: list[bytes]) -> Any:
+    protocol = c.protocol
+    i = 1
+    if len(argv) >= 2:
+        try:
+            protocol = parse_int(argv[1])
+        except ReplyError:
+            raise ReplyError("ERR Protocol version is not an integer or out of range") from None
+        if protocol < 2 or protocol > 3:
+            raise ReplyError("NOPROTO unsupported protocol version")
+        i = 2
+    user = password = name = None
+    while i < len(argv):
+        opt = argv[i].lower()
+        more = len(argv) - i - 1
+        if opt == b"auth" and more >= 2:
+            user, password = argv[i + 1], argv[i + 2]
+            i += 3
+        elif opt == b"setname" and more >= 1:
+            name = argv[i + 1]
+            i += 2
+        else:
+            raise ReplyError(f"ERR Syntax error in HELLO option '{argv[i].decode('utf-8', 'replace')}'")
+    if user is not None and password is not None:
+        check_password(c, user, password)
+    if not c.authenticated:
+        raise ReplyError("NOAUTH HELLO must be called with the client already authenticated, "
+                         "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
+                         "authenticate the client and select the RESP protocol version at the same time")
+    if name is not None:
+        from fakekey.commands.client_cmds import validate_name
+
+        validate_name(name)
+        c.name = name
+    c.set_protocol(protocol)
+    return hello_reply(c)

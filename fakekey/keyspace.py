@@ -1,0 +1,199 @@
+"""Databases: keys, lazy and active expiry, and the one funnel every write goes through.
+
+A string value is `bytes` (or `bytearray` once modified in place, Valkey's "raw"
+encoding); every other type is an object from `fakekey.types` with a `TYPE_NAME`.
+
+The write funnel (`written`, `deleted`, `set_value`) does, for every change to a key:
+bump WATCH state, delete a container left empty, mark the key ready for blocked clients,
+and emit the keyspace notification. Handlers call the funnel; they never do these
+themselves.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+from fakekey.commands.args import WRONGTYPE
+
+if TYPE_CHECKING:
+    from fakekey.client import Client
+    from fakekey.server import ServerState
+
+STRING_TYPES = (bytes, bytearray)
+
+
+def type_name(value: Any) -> str:
+    if isinstance(value, STRING_TYPES):
+        return "string"
+    return value.TYPE_NAME
+
+
+class Database:
+    """One numbered database."""
+
+    __slots__ = ("state", "index", "data", "expires", "access", "watched", "waiting")
+
+    def __init__(self, state: ServerState, index: int) -> None:
+        self.state = state
+        self.index = index
+        self.data: dict[bytes, Any] = {}
+        self.expires: dict[bytes, int] = {}  # key -> unix ms deadline
+        self.access: dict[bytes, int] = {}  # key -> ms of last access (OBJECT IDLETIME)
+        self.watched: dict[bytes, set[Client]] = {}  # WATCH
+        self.waiting: dict[bytes, Any] = {}  # key -> FIFO of blocked clients
+
+    # --- reads -------------------------------------------------------------------------
+
+    def lookup(self, key: bytes) -> Any:
+        """The live value of `key` or None; an expired key is deleted on the way."""
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if self.expires and key in self.expires and self._expire_if_due(key):
+            return None
+        state = self.state
+        if state.touch_keys:
+            self.access[key] = state.now
+        return value
+
+    def lookup_type(self, key: bytes, kind: type) -> Any:
+        """The value if it is of `kind`, None if absent; WRONGTYPE otherwise."""
+        value = self.lookup(key)
+        if value is None or type(value) is kind:
+            return value
+        raise WRONGTYPE
+
+    def lookup_string(self, key: bytes) -> bytes | bytearray | None:
+        value = self.lookup(key)
+        if value is None or type(value) is bytes or type(value) is bytearray:
+            return value
+        raise WRONGTYPE
+
+    def exists(self, key: bytes) -> bool:
+        if key not in self.data:
+            return False
+        return not (self.expires and key in self.expires and self._expire_if_due(key))
+
+    def ttl_ms(self, key: bytes) -> int | None:
+        return self.expires.get(key)
+
+    # --- the write funnel ----------------------------------------------------------------
+
+    def set_value(
+        self,
+        key: bytes,
+        value: Any,
+        *,
+        keep_ttl: bool = False,
+        event: str | None = None,
+        klass: str = "g",
+    ) -> None:
+        """Store `value` at `key` (new or replacing), clearing its TTL unless kept."""
+        self.data[key] = value
+        if not keep_ttl and self.expires:
+            self.expires.pop(key, None)
+        self.access[key] = self.state.now
+        self.written(key, event, klass)
+
+    def written(self, key: bytes, event: str | None = None, klass: str = "g") -> None:
+        """After any change to `key`'s value: WATCH, readiness, notification, empties."""
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, STRING_TYPES) and not value:
+            self._remove(key)  # an emptied container does not exist
+        if self.watched:
+            self._touch_watchers(key)
+        if self.waiting and key in self.waiting and key in self.data:
+            self.state.blocking.signal(self, key)
+        if event is not None and self.state.notify_flags:
+            self.state.notify(self, klass, event, key)
+
+    def delete(self, key: bytes, event: str | None = "del") -> bool:
+        if key not in self.data:
+            return False
+        if self.expires and key in self.expires and self._expire_if_due(key):
+            return False
+        self._remove(key)
+        if self.watched:
+            self._touch_watchers(key)
+        if self.waiting and key in self.waiting:
+            self.state.blocking.signal_deleted(self, key)
+        if event is not None and self.state.notify_flags:
+            self.state.notify(self, "g", event, key)
+        return True
+
+    def set_expire(self, key: bytes, when_ms: int) -> None:
+        self.expires[key] = when_ms
+
+    def persist(self, key: bytes) -> bool:
+        return self.expires.pop(key, None) is not None
+
+    def _remove(self, key: bytes) -> None:
+        del self.data[key]
+        self.access.pop(key, None)
+        if self.expires:
+            self.expires.pop(key, None)
+
+    def _touch_watchers(self, key: bytes) -> None:
+        clients = self.watched.get(key)
+        if clients:
+            for client in clients:
+                client.watch_dirty = True
+
+    def touch_all_watchers(self) -> None:
+        """FLUSHDB/FLUSHALL/SWAPDB: every client watching a key here is dirty."""
+        for clients in self.watched.values():
+            for client in clients:
+                client.watch_dirty = True
+
+    # --- expiry --------------------------------------------------------------------------
+
+    def _expire_if_due(self, key: bytes) -> bool:
+        when = self.expires.get(key)
+        if when is None or self.state.now <= when:
+            return False
+        self.expire_now(key)
+        return True
+
+    def expire_now(self, key: bytes) -> None:
+        """Delete a key whose time has passed, as an expiry (not a DEL)."""
+        self._remove(key)
+        self.state.stats["expired_keys"] += 1
+        if self.watched:
+            self._touch_watchers(key)
+        if self.waiting and key in self.waiting:
+            self.state.blocking.signal_deleted(self, key)
+        if self.state.notify_flags:
+            self.state.notify(self, "x", "expired", key)
+
+    def expire_due(self, now: int, budget: int | None = None) -> int:
+        """Active expiry: delete keys whose deadline passed (all, or a random sample)."""
+        expires = self.expires
+        if not expires:
+            return 0
+        if budget is None or budget >= len(expires):
+            due = [k for k, when in expires.items() if now > when]
+        else:
+            sample = random.sample(list(expires), budget)
+            due = [k for k in sample if now > expires[k]]
+        for key in due:
+            self.expire_now(key)
+        return len(due)
+
+    # --- whole database --------------------------------------------------------------------
+
+    def flush(self) -> None:
+        self.touch_all_watchers()
+        self.data.clear()
+        self.expires.clear()
+        self.access.clear()
+
+    def random_key(self) -> bytes | None:
+        while self.data:
+            key = random.choice(list(self.data))
+            if not self._expire_if_due(key):
+                return key
+        return None
+
+    def __len__(self) -> int:
+        return len(self.data)

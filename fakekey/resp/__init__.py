@@ -1,0 +1,1 @@
+"""RESP: requests in, typed replies out, for RESP2 and RESP3."""

@@ -1,0 +1,176 @@
+"""Typed replies -> RESP bytes. One encoder per protocol; RESP2's downgrades live here only.
+
+RESP2 downgrades (as Valkey): map -> flat array, set -> array, double -> bulk string,
+boolean -> integer 1/0, null -> `$-1` (bulk) or `*-1` (array), push -> array,
+verbatim and big number -> bulk string.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from fakekey.resp.replies import (
+    NULL_ARRAY,
+    BigNumber,
+    Push,
+    Raw,
+    ReplyError,
+    SetReply,
+    Simple,
+    Verbatim,
+    _NullArray,
+)
+
+CRLF = b"\r\n"
+_SMALL_INTS = {i: b":%d\r\n" % i for i in range(-1, 1024)}
+
+
+def format_double(value: float) -> bytes:
+    """Valkey's shortest round-trip text for a double (fixed below 1e21, as fpconv does)."""
+    if value != value:
+        return b"nan"
+    if math.isinf(value):
+        return b"inf" if value > 0 else b"-inf"
+    if value == 0:
+        return b"0" if math.copysign(1.0, value) > 0 else b"-0"
+    if value.is_integer() and abs(value) < 1e17:
+        return b"%d" % int(value)
+    text = repr(value)
+    sign = ""
+    if text[0] == "-":
+        sign, text = "-", text[1:]
+    mantissa, _, exp = text.partition("e")
+    int_part, _, frac = mantissa.partition(".")
+    digits = (int_part + frac).lstrip("0")
+    # decimal point position relative to the digits (value = 0.DIGITS * 10**point)
+    point = len(int_part) + (int(exp) if exp else 0)
+    if int_part == "0":
+        point -= len(frac) - len(frac.lstrip("0"))
+    digits = digits.rstrip("0") or "0"
+    if len(digits) <= point <= 21:
+        out = digits + "0" * (point - len(digits))
+    elif 0 < point <= 21:
+        out = digits[:point] + "." + digits[point:]
+    elif -6 < point <= 0:
+        out = "0." + "0" * (-point) + digits
+    else:
+        e = point - 1
+        out = digits[0] + ("." + digits[1:] if len(digits) > 1 else "") + ("e+%d" % e if e > 0 else "e%d" % e)
+    return (sign + out).encode()
+
+
+def _bulk(v: bytes) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(v), v)
+
+
+def _simple(v: bytes) -> bytes:
+    return b"+" + v + CRLF
+
+
+def _error(v: ReplyError) -> bytes:
+    return b"-" + v.message.replace(b"\r", b" ").replace(b"\n", b" ") + CRLF
+
+
+def _int(v: int) -> bytes:
+    return _SMALL_INTS.get(v) or b":%d\r\n" % v
+
+
+def _raw(v: bytes) -> bytes:
+    return v
+
+
+class Encoder:
+    """Encodes typed replies for one protocol version (2 or 3)."""
+
+    def __init__(self, protocol: int) -> None:
+        self.protocol = protocol
+        resp3 = protocol == 3
+        self.null = b"_\r\n" if resp3 else b"$-1\r\n"
+        self.null_array = b"_\r\n" if resp3 else b"*-1\r\n"
+        table: dict[type, Callable[[Any], bytes]] = {
+            bytes: _bulk,
+            Simple: _simple,
+            int: _int,
+            type(None): self._null,
+            list: self._array,
+            tuple: self._array,
+            ReplyError: _error,
+            Raw: _raw,
+            _NullArray: self._null_array,
+        }
+        if resp3:
+            table.update(
+                {
+                    float: lambda v: b"," + format_double(v) + CRLF,
+                    bool: lambda v: b"#t\r\n" if v else b"#f\r\n",
+                    dict: self._map,
+                    SetReply: lambda v: self._aggregate(b"~", v),
+                    Push: lambda v: self._aggregate(b">", v),
+                    Verbatim: lambda v: b"=%d\r\ntxt:%s\r\n" % (len(v) + 4, v),
+                    BigNumber: lambda v: b"(" + v + CRLF,
+                }
+            )
+        else:
+            table.update(
+                {
+                    float: lambda v: _bulk(format_double(v)),
+                    bool: lambda v: b":1\r\n" if v else b":0\r\n",
+                    dict: self._flat_map,
+                    SetReply: self._array,
+                    Push: self._array,
+                    Verbatim: _bulk,
+                    BigNumber: _bulk,
+                }
+            )
+        self._table = table
+
+    def _null(self, _v: None) -> bytes:
+        return self.null
+
+    def _null_array(self, _v: Any) -> bytes:
+        return self.null_array
+
+    def encode(self, value: Any) -> bytes:
+        try:
+            return self._table[type(value)](value)
+        except KeyError:
+            return self._encode_subclass(value)
+
+    def _encode_subclass(self, value: Any) -> bytes:
+        for kind in type(value).__mro__[1:]:
+            fn = self._table.get(kind)
+            if fn is not None:
+                return fn(value)
+        raise TypeError(f"cannot encode reply {value!r}")
+
+    def _aggregate(self, prefix: bytes, items: Any) -> bytes:
+        enc = self.encode
+        return b"".join([prefix, b"%d\r\n" % len(items), *[enc(i) for i in items]])
+
+    def _array(self, items: Any) -> bytes:
+        return self._aggregate(b"*", items)
+
+    def _map(self, d: dict) -> bytes:
+        enc = self.encode
+        parts = [b"%%%d\r\n" % len(d)]
+        for k, v in d.items():
+            parts.append(enc(k))
+            parts.append(enc(v))
+        return b"".join(parts)
+
+    def _flat_map(self, d: dict) -> bytes:
+        enc = self.encode
+        parts = [b"*%d\r\n" % (2 * len(d))]
+        for k, v in d.items():
+            parts.append(enc(k))
+            parts.append(enc(v))
+        return b"".join(parts)
+
+
+RESP2 = Encoder(2)
+RESP3 = Encoder(3)
+ENCODERS = {2: RESP2, 3: RESP3}
+
+__all__ = ["Encoder", "RESP2", "RESP3", "ENCODERS", "format_double", "NULL_ARRAY"]

@@ -1,0 +1,336 @@
+"""The network side: one asyncio Protocol per connection (read -> parse -> execute ->
+write), and `Server`, the object tests and the CLI start and stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from typing import Any
+
+from fakekey.client import Client
+from fakekey.config import Config
+from fakekey.resp.parser import ProtocolError
+from fakekey.resp.replies import NO_REPLY, ReplyError
+from fakekey.state import ServerState
+
+try:  # uvloop where installed
+    import uvloop
+
+    new_event_loop = uvloop.new_event_loop
+except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+    new_event_loop = asyncio.new_event_loop
+
+MAX_CLIENTS_ERROR = b"-ERR max number of clients reached\r\n"
+
+
+class Connection(asyncio.Protocol):
+    """One client connection. All requests of one read are answered in one write."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.transport: asyncio.Transport | None = None
+        self.client: Client | None = None
+        self.closing = False
+
+    # --- asyncio callbacks --------------------------------------------------------------
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        state = self.state
+        peer = transport.get_extra_info("peername")
+        sock = transport.get_extra_info("sockname")
+        client = Client(state, self, _addr(peer), _addr(sock))
+        self.client = client
+        if len(state.clients) >= state.config["maxclients"]:
+            state.stats["rejected_connections"] += 1
+            transport.write(MAX_CLIENTS_ERROR)
+            self.close()
+            return
+        sockobj = transport.get_extra_info("socket")
+        if sockobj is not None and sockobj.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):
+                sockobj.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        state.add_client(client)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closing = True
+        if self.client is not None:
+            self.state.remove_client(self.client)
+
+    def data_received(self, data: bytes) -> None:
+        client = self.client
+        if self.closing or client is None:
+            return
+        client.net_in += len(data)
+        requests, error = client.parser.feed(data)
+        limit = self.state.config["client-query-buffer-limit"]
+        if client.parser.buffered() > limit:
+            self.close()  # Valkey drops a client over its query buffer limit
+            return
+        if client.blocked is not None or client.pending:
+            client.pending.extend(requests)
+            if error is not None:
+                client.pending.append(error)  # type: ignore[arg-type]
+            return
+        self.run(requests, error)
+
+    # --- the request cycle -----------------------------------------------------------------
+
+    def run(self, requests: list[Any], error: ProtocolError | None = None) -> None:
+        """Execute requests in order, stopping if the client blocks; one write for all."""
+        client = self.client
+        assert client is not None
+        state = self.state
+        call = state.call
+        out: list[bytes] = []
+        encode = client.encoder.encode
+        for i, argv in enumerate(requests):
+            if isinstance(argv, ProtocolError):
+                error = argv
+                break
+            reply = call(client, argv)
+            client.total_commands += 1
+            if client.encoder.encode != encode:  # HELLO switched the protocol mid-batch
+                encode = client.encoder.encode
+            if reply is not NO_REPLY:
+                if client.reply_mode == "on":
+                    out.append(encode(reply))
+                elif client.reply_mode == "skip":
+                    client.reply_mode = "on"
+            if client.close_after_reply or client.killed:
+                requests = []
+                break
+            if client.blocked is not None:
+                client.pending.extend(requests[i + 1 :])
+                if error is not None:
+                    client.pending.append(error)  # type: ignore[arg-type]
+                    error = None
+                break
+        client.last_interaction_ms = state.now
+        if error is not None:
+            out.append(b"-ERR Protocol error: " + str(error).encode() + b"\r\n")
+            state.stats["total_error_replies"] += 1
+            state.error_stats["ERR"] += 1
+            client.close_after_reply = True
+        if out:
+            self.write(b"".join(out))
+        if client.close_after_reply or client.killed:
+            self.close()
+
+    def resume(self) -> None:
+        """The client was unblocked: run what it sent meanwhile."""
+        client = self.client
+        if client is None or self.closing:
+            return
+        pending = list(client.pending)
+        client.pending.clear()
+        if pending:
+            self.run(pending)
+
+    def write(self, data: bytes) -> None:
+        if self.transport is not None and not self.closing:
+            if self.client is not None:
+                self.client.net_out += len(data)
+            self.transport.write(data)
+
+    def close(self) -> None:
+        if not self.closing and self.transport is not None:
+            self.closing = True
+            self.transport.close()
+            if self.client is not None:
+                self.state.remove_client(self.client)
+
+
+def _addr(info: Any) -> str:
+    if isinstance(info, tuple) and len(info) >= 2:
+        host = info[0]
+        return f"[{host}]:{info[1]}" if ":" in host else f"{host}:{info[1]}"
+    return str(info or "")
+
+
+class Server:
+    """A fakekey server: in a background thread (`start()`) or in the running loop
+    (`await start_async()`). Also a context manager.
+
+    >>> with Server() as srv:
+    ...     redis.Redis.from_url(srv.url).ping()
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        config: dict[str, str] | None = None,
+        **settings: Any,
+    ) -> None:
+        overrides = dict(config or {})
+        for name, value in settings.items():
+            overrides[name.replace("_", "-")] = _config_text(value)
+        overrides.setdefault("bind", host)
+        overrides["port"] = str(port)
+        self.host = host
+        self.state = ServerState(Config(overrides))
+        self._requested_port = port
+        self.port = port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._stopped = threading.Event()
+
+    # --- addresses ------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"redis://{self.host}:{self.port}"
+
+    # --- the clock, from Python -------------------------------------------------------
+
+    def _on_loop(self, fn: Any, *args: Any) -> Any:
+        """Run fn on the server's loop (from any thread) and return its result."""
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            return fn(*args)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            return fn(*args)
+        done: Any = asyncio.run_coroutine_threadsafe(_as_coro(fn, *args), loop)
+        return done.result(10)
+
+    def time_ms(self) -> int:
+        return self.state.clock.now_ms()
+
+    def freeze(self, ms: int | None = None) -> None:
+        """Freeze the clock at `ms` (default: now)."""
+        from fakekey.commands.fakekey_cmds import clock_set
+
+        self._on_loop(clock_set, self.state, self.time_ms() if ms is None else ms)
+
+    def advance(self, ms: int) -> None:
+        """Move the clock forward: keys expire and blocked clients time out at once."""
+        from fakekey.commands.fakekey_cmds import clock_advance
+
+        self._on_loop(clock_advance, self.state, ms)
+
+    def real_time(self) -> None:
+        from fakekey.commands.fakekey_cmds import clock_real
+
+        self._on_loop(clock_real, self.state)
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start_async(self) -> Server:
+        """Start serving in the running event loop."""
+        self._loop = asyncio.get_running_loop()
+        state = self.state
+        self._server = await self._loop.create_server(
+            lambda: Connection(state), self.host, self._requested_port, reuse_address=True, backlog=511
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        state.tcp_port = self.port
+        self._tasks.append(self._loop.create_task(self._cron()))
+        return self
+
+    async def _cron(self) -> None:
+        """Active expiry and blocking timeouts, `hz` times a second."""
+        state = self.state
+        while True:
+            await asyncio.sleep(1 / state.config["hz"])
+            try:
+                state.active_expire_cycle()
+                state.blocking.expire_timeouts()
+            except Exception:  # noqa: BLE001 - the cron must never die
+                import traceback
+
+                traceback.print_exc()
+
+    async def stop_async(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        self._tasks.clear()
+        if self._server is not None:
+            self._server.close()
+            for client in list(self.state.clients.values()):
+                if client.connection is not None:
+                    client.connection.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 2)
+            self._server = None
+
+    async def serve_forever(self) -> None:
+        await self.start_async()
+        self.state.shutdown_requested = asyncio.get_running_loop().create_future()
+        await self.state.shutdown_requested
+        await self.stop_async()
+
+    def start(self) -> Server:
+        """Start in a background thread with its own event loop; returns when listening."""
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._loop = loop
+            try:
+                loop.run_until_complete(self.start_async())
+            except BaseException as err:  # noqa: BLE001 - reported to the caller
+                failure.append(err)
+                started.set()
+                return
+            self.state.shutdown_requested = loop.create_future()
+            started.set()
+            loop.run_until_complete(self.state.shutdown_requested)
+            loop.run_until_complete(self.stop_async())
+            loop.close()
+            self._stopped.set()
+
+        self._thread = threading.Thread(target=run, name=f"fakekey-{id(self)}", daemon=True)
+        self._thread.start()
+        started.wait()
+        if failure:
+            raise failure[0]
+        return self
+
+    def stop(self) -> None:
+        loop = self._loop
+        if self._thread is not None and loop is not None:
+            def finish() -> None:
+                fut = self.state.shutdown_requested
+                if fut is not None and not fut.done():
+                    fut.set_result(None)
+
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(finish)
+            self._thread.join(10)
+            self._thread = None
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Server:
+        return await self.start_async()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_async()
+
+
+async def _as_coro(fn: Any, *args: Any) -> Any:
+    return fn(*args)
+
+
+def _config_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+__all__ = ["Server", "Connection", "ReplyError"]

@@ -1,0 +1,188 @@
+"""The logical server: databases, clients, configuration, the clock, statistics, and the
+one place a command is run (`call`), which every caller goes through: the network, MULTI,
+scripts."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from fakekey import VALKEY_VERSION, __version__
+from fakekey.blocking import Blocking
+from fakekey.clock import Clock
+from fakekey.commands import load_all
+from fakekey.commands.args import wrong_args
+from fakekey.commands.registry import REGISTRY, Command
+from fakekey.config import Config
+from fakekey.keyspace import Database
+from fakekey.resp.replies import QUEUED, ReplyError
+
+if TYPE_CHECKING:
+    from fakekey.client import Client
+
+NOAUTH = ReplyError("NOAUTH Authentication required.")
+MULTI_COMMANDS = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+
+
+class ServerState:
+    """Everything a command can see, shared by all connections."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        load_all()
+        self.config = config or Config()
+        self.clock = Clock()
+        self.now = self.clock.now_ms()  # the current command's time snapshot (ms)
+        self.registry = REGISTRY
+        self.dbs = [Database(self, i) for i in range(self.config["databases"])]
+        self.clients: dict[int, Client] = {}
+        self._next_client_id = 0
+        self.stats: Counter[str] = Counter()
+        self.error_stats: Counter[str] = Counter()
+        self.start_time = time.time()
+        self.start_ms = self.clock.now_ms()
+        self.lastsave = int(time.time())
+        self.dirty = 0
+        self.touch_keys = True
+        self.notify_flags = 0
+        self.blocking = Blocking(self)
+        self.run_id = os.urandom(20).hex()
+        self.version = __version__
+        self.valkey_version = VALKEY_VERSION
+        self.shutdown_requested: Any = None
+        self.tcp_port = self.config["port"]
+        self.fakekey_enabled = self.config["enable-fakekey-commands"]
+
+    # --- clients ------------------------------------------------------------------------
+
+    def next_client_id(self) -> int:
+        self._next_client_id += 1
+        return self._next_client_id
+
+    def add_client(self, client: Client) -> None:
+        self.clients[client.id] = client
+        self.stats["total_connections_received"] += 1
+
+    def remove_client(self, client: Client) -> None:
+        self.clients.pop(client.id, None)
+        self.blocking.forget(client)
+        self.unwatch_all(client)
+        self.unsubscribe_all(client)
+
+    def unwatch_all(self, client: Client) -> None:
+        for db, key in client.watching:
+            watchers = db.watched.get(key)
+            if watchers is not None:
+                watchers.discard(client)
+                if not watchers:
+                    del db.watched[key]
+        client.watching.clear()
+        client.watch_dirty = False
+
+    def unsubscribe_all(self, client: Client) -> None:
+        """Drop every subscription of `client` (the pub/sub layer extends this)."""
+        client.channels.clear()
+        client.patterns.clear()
+        client.shard_channels.clear()
+
+    def module_list(self) -> list[dict[bytes, object]]:
+        """Modules as HELLO and MODULE LIST describe them."""
+        return [{b"name": b"lua", b"ver": 1, b"path": b"lua", b"args": []}]
+
+    # --- time ---------------------------------------------------------------------------
+
+    def tick(self) -> int:
+        """Take the command's time snapshot; every reader during the command sees it."""
+        self.now = now = self.clock.now_ms()
+        return now
+
+    def expire_all_due(self) -> int:
+        """Delete every key whose deadline has passed (the clock moved)."""
+        now = self.tick()
+        return sum(db.expire_due(now) for db in self.dbs)
+
+    def active_expire_cycle(self) -> None:
+        now = self.tick()
+        for db in self.dbs:
+            if db.expires:
+                while db.expire_due(now, 20) > 5:
+                    pass
+        self.blocking.serve()
+
+    # --- running commands --------------------------------------------------------------
+
+    def lookup_command(self, argv: list[bytes]) -> Command | ReplyError:
+        """The command (or subcommand) for argv, or the arity/unknown error."""
+        cmd = self.registry.lookup(argv[0])
+        if cmd is None:
+            return unknown_command(argv)
+        if cmd.subcommands:
+            if len(argv) < 2:
+                return wrong_args(cmd.name)
+            sub = cmd.subcommands.get(argv[1].lower())
+            if sub is None:
+                return unknown_subcommand_error(cmd, argv[1])
+            cmd = sub
+        arity = cmd.arity
+        argc = len(argv)
+        if (arity > 0 and argc != arity) or argc < -arity:
+            return wrong_args(cmd.name)
+        return cmd
+
+    def call(self, client: Client, argv: list[bytes]) -> Any:
+        """Run one request from `client`: lookup, checks, MULTI queueing, execution."""
+        cmd = self.lookup_command(argv)
+        if type(cmd) is ReplyError:
+            if client.in_multi:
+                client.multi_error = True
+            return self._count_error(cmd)
+        if not client.authenticated and "no_auth" not in cmd.flags:
+            return self._count_error(NOAUTH)
+        if client.in_multi and cmd.name not in MULTI_COMMANDS:
+            client.multi_queue.append((cmd, argv))
+            return QUEUED
+        return self.execute(client, cmd, argv)
+
+    def execute(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
+        """Run a command that passed every check; wake blocked clients afterwards."""
+        self.tick()
+        client.last_command = cmd.name
+        self.stats["total_commands_processed"] += 1
+        cmd.calls += 1
+        try:
+            reply = cmd.handler(client, argv)
+        except ReplyError as err:
+            cmd.failed_calls += 1
+            reply = self._count_error(err)
+        if self.blocking.ready:
+            self.blocking.serve()
+        return reply
+
+    def _count_error(self, err: ReplyError) -> ReplyError:
+        self.stats["total_error_replies"] += 1
+        prefix = err.message.split(b" ", 1)[0].decode("utf-8", "replace")
+        self.error_stats[prefix] += 1
+        return err
+
+    # --- notifications (keyspace events are emitted by the write funnel) -------------
+
+    def notify(self, db: Database, klass: str, event: str, key: bytes) -> None:
+        """Keyspace notifications; the pub/sub layer installs the real emitter."""
+
+
+def unknown_command(argv: list[bytes]) -> ReplyError:
+    """Valkey's text: the name cut at 128 bytes, then quoted args up to 128 bytes in all."""
+    args = b""
+    for arg in argv[1:]:
+        if len(args) >= 128:
+            break
+        args += b"'" + arg[: 128 - len(args)] + b"' "
+    return ReplyError(
+        b"ERR unknown command '" + argv[0][:128] + b"', with args beginning with: " + args
+    )
+
+
+def unknown_subcommand_error(cmd: Command, sub: bytes) -> ReplyError:
+    text = sub.decode("utf-8", "replace")
+    return ReplyError(f"ERR unknown subcommand '{text[:128]}'. Try {cmd.name.upper()} HELP.")
