@@ -4,11 +4,17 @@ import importlib
 
 FAMILIES = (
     "connection",
+    "client_cmds",
     "server_cmds",
     "introspection",
     "keys",
     "strings",
     "bitmaps",
+    "hashes",
+    "sets",
+    "zsets",
+    "lists",
+    "transactions",
     "fakekey_cmds",
 )
 

@@ -1,0 +1,1 @@
+"""Data structures behind the non-string types."""
