@@ -1,14 +1,56 @@
-"""Blocked clients: waiters per key, first come first served, woken only after the command,
-transaction or script that made their key ready has ended."""
+"""Blocked clients, as Valkey serves them.
+
+- Waiters on a key are served first come, first served.
+- A key made ready by a command, a whole EXEC or a whole script is served after it ends:
+  the write funnel only *signals* readiness; `serve()` runs when the outermost command
+  returns (see `ServerState.execute`).
+- A woken client re-runs its command against the keys as they are then (Valkey 7+): it
+  may pop from another of its keys, or block again, keeping its place and its deadline.
+- Serving one waiter can make another key ready (BLMOVE pushes); the same pass serves it.
+- Deadlines follow the server clock: a real-clock deadline has a timer; a frozen clock
+  times waiters out when it is advanced past them (`expire_timeouts`).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import heapq
+import itertools
+from collections import deque
 from typing import TYPE_CHECKING, Any
+
+from fakekey.resp.replies import NO_REPLY, ReplyError
 
 if TYPE_CHECKING:
     from fakekey.client import Client
+    from fakekey.commands.registry import Command
     from fakekey.keyspace import Database
     from fakekey.state import ServerState
+
+UNBLOCKED_ERROR = ReplyError("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+
+
+class Waiter:
+    """One blocked client: what it waits on, until when, and how to answer a timeout."""
+
+    __slots__ = ("client", "db", "keys", "deadline", "cmd", "argv", "timeout_reply", "seq",
+                 "kinds", "wake_on_delete", "active")
+
+    def __init__(self, client: Client, db: Database, keys: list[bytes], deadline: int,
+                 cmd: Command, argv: list[bytes], timeout_reply: Any, kinds: tuple[str, ...],
+                 wake_on_delete: bool) -> None:
+        self.client = client
+        self.db = db
+        self.keys = keys
+        self.deadline = deadline  # unix ms; 0 = forever
+        self.cmd = cmd
+        self.argv = argv
+        self.timeout_reply = timeout_reply
+        self.kinds = kinds  # the value types this waiter can be served from
+        self.wake_on_delete = wake_on_delete
+        self.seq = 0
+        self.active = True
 
 
 class Blocking:
@@ -17,27 +59,191 @@ class Blocking:
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.ready: list[tuple[Database, bytes]] = []
+        self._ready_set: set[tuple[int, bytes]] = set()
+        self._deadlines: list[tuple[int, int, Waiter]] = []
+        self._seq = itertools.count(1)
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0
+        self._count = 0
+        self._serving = False
+        self.reprocessing: Waiter | None = None  # the waiter whose command is re-running
+
+    # --- blocking a client ------------------------------------------------------------
+
+    def block(self, client: Client, keys: list[bytes], deadline: int, cmd: Command,
+              argv: list[bytes], timeout_reply: Any, kinds: tuple[str, ...] = ("list",),
+              wake_on_delete: bool = False) -> Any:
+        """Park `client` on `keys` until served, timed out or unblocked. Returns NO_REPLY.
+
+        A command being re-run after a wake-up that must wait again keeps its place at the
+        head of its keys' queues and its original deadline."""
+        again = self.reprocessing
+        if again is not None and again.client is client:
+            deadline = again.deadline
+        waiter = Waiter(client, client.db, keys, deadline, cmd, argv, timeout_reply, kinds,
+                        wake_on_delete)
+        waiter.seq = next(self._seq)
+        for key in dict.fromkeys(keys):
+            queue = client.db.waiting.get(key)
+            if queue is None:
+                queue = client.db.waiting[key] = deque()
+            if again is not None and again.client is client:
+                queue.appendleft(waiter)
+            else:
+                queue.append(waiter)
+        client.blocked = waiter
+        self._count += 1
+        if deadline:
+            heapq.heappush(self._deadlines, (deadline, waiter.seq, waiter))
+            self._arm_timer()
+        return NO_REPLY
+
+    def _detach(self, waiter: Waiter) -> None:
+        """Remove a waiter from every key queue it is on."""
+        if not waiter.active:
+            return
+        waiter.active = False
+        self._count -= 1
+        waiting = waiter.db.waiting
+        for key in dict.fromkeys(waiter.keys):
+            queue = waiting.get(key)
+            if queue is None:
+                continue
+            with contextlib.suppress(ValueError):
+                queue.remove(waiter)
+            if not queue:
+                del waiting[key]
+        if waiter.client.blocked is waiter:
+            waiter.client.blocked = None
+
+    # --- readiness -----------------------------------------------------------------------
 
     def signal(self, db: Database, key: bytes) -> None:
         """A key that clients wait on received data: serve them after the command."""
-        self.ready.append((db, key))
+        marker = (id(db), key)
+        if marker not in self._ready_set:
+            self._ready_set.add(marker)
+            self.ready.append((db, key))
 
     def signal_deleted(self, db: Database, key: bytes) -> None:
-        """A waited-on key was deleted or replaced: waiters re-check after the command."""
-        self.ready.append((db, key))
+        """A waited-on key was deleted: only waiters that care (XREADGROUP) are woken."""
+        queue = db.waiting.get(key)
+        if queue and any(w.wake_on_delete for w in queue):
+            self.signal(db, key)
 
     def serve(self) -> None:
-        """Serve the waiters of every ready key (called after a command ends)."""
-        self.ready.clear()
+        """Serve the waiters of every ready key, in signal order, FIFO per key."""
+        if self._serving:
+            return
+        self._serving = True
+        try:
+            while self.ready:
+                db, key = self.ready.pop(0)
+                self._ready_set.discard((id(db), key))
+                self._serve_key(db, key)
+        finally:
+            self._serving = False
+
+    def _serve_key(self, db: Database, key: bytes) -> None:
+        queue = db.waiting.get(key)
+        if not queue:
+            return
+        for waiter in list(queue):
+            if not waiter.active:
+                continue
+            value = db.data.get(key)
+            if value is None and not waiter.wake_on_delete:
+                break
+            if value is not None and self._type_of(value) not in waiter.kinds and not waiter.wake_on_delete:
+                continue
+            self._rerun(waiter)
+
+    @staticmethod
+    def _type_of(value: Any) -> str:
+        return "string" if isinstance(value, bytes | bytearray) else value.TYPE_NAME
+
+    def _rerun(self, waiter: Waiter) -> None:
+        """Wake a waiter: re-run its command; answer it unless it blocked again."""
+        client = waiter.client
+        self._detach(waiter)
+        self.reprocessing = waiter
+        prev_db = client.db
+        client.db = waiter.db
+        try:
+            reply = self.state.run_command(client, waiter.cmd, waiter.argv)
+        finally:
+            self.reprocessing = None
+            if client.db is waiter.db:
+                client.db = prev_db
+        if client.blocked is None:
+            self._answer(client, reply)
+
+    def _answer(self, client: Client, reply: Any) -> None:
+        """Send a woken client its reply, then run what it pipelined meanwhile."""
+        client.send(reply)
+        connection = client.connection
+        if connection is not None:
+            asyncio.get_running_loop().call_soon(connection.resume)
+
+    # --- ending a wait otherwise -------------------------------------------------------
+
+    def unblock(self, client: Client, reply: Any) -> bool:
+        """CLIENT UNBLOCK: end the wait with `reply` (the timeout reply or an error)."""
+        waiter = client.blocked
+        if waiter is None:
+            return False
+        self._detach(waiter)
+        self._answer(client, waiter.timeout_reply if reply is None else reply)
+        return True
 
     def forget(self, client: Client) -> None:
         """A client went away: it no longer waits on anything."""
+        if client.blocked is not None:
+            self._detach(client.blocked)
 
     def expire_timeouts(self) -> None:
         """Time out every waiter whose deadline has passed on the server clock."""
+        now = self.state.clock.now_ms()
+        heap = self._deadlines
+        while heap and heap[0][0] <= now:
+            _, _, waiter = heapq.heappop(heap)
+            if waiter.active:
+                self._detach(waiter)
+                self._answer(waiter.client, waiter.timeout_reply)
+        self._arm_timer()
+
+    def _arm_timer(self) -> None:
+        """On the real clock, wake up at the earliest deadline."""
+        heap = self._deadlines
+        while heap and not heap[0][2].active:
+            heapq.heappop(heap)
+        if not heap or self.state.clock.frozen:
+            return
+        when = heap[0][0]
+        if self._timer is not None and self._timer_at <= when:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        delay = max(0.0, (when - self.state.clock.now_ms()) / 1000 + 0.0005)
+        self._timer_at = when
+        self._timer = loop.call_later(delay, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_at = 0
+        self.expire_timeouts()
 
     def blocked_count(self) -> int:
-        return 0
+        return self._count
 
-    def timeout_due(self) -> Any:
-        return None
+    def clock_changed(self) -> None:
+        """The clock was frozen, advanced or released: re-arm timers, time out the due."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            self._timer_at = 0
+        self.expire_timeouts()

@@ -36,7 +36,7 @@ class Client:
         self.parser.authenticated = self.authenticated
         self.created_ms = state.clock.now_ms()
         self.last_interaction_ms = self.created_ms
-        self.last_command = "NULL"
+        self.cmd: Any = None  # the command running or last run (CLIENT LIST cmd=)
         self.total_commands = 0
         self.net_in = 0
         self.net_out = 0
@@ -49,7 +49,8 @@ class Client:
         self.in_multi = False
         self.multi_queue: list[tuple[Any, list[bytes]]] = []
         self.multi_error = False
-        self.watching: list[tuple[Database, bytes]] = []
+        # (db, key) -> the key was already expired when watched
+        self.watching: dict[tuple[Database, bytes], bool] = {}
         self.watch_dirty = False
         # pub/sub
         self.channels: set[bytes] = set()
@@ -58,6 +59,10 @@ class Client:
         # blocking: the pending requests that arrived while blocked, and the wait itself
         self.blocked: Any = None
         self.pending: deque[list[bytes]] = deque()
+
+    @property
+    def last_command(self) -> str:
+        return "NULL" if self.cmd is None else self.cmd.name
 
     @property
     def subscriptions(self) -> int:

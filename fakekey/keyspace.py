@@ -135,16 +135,31 @@ class Database:
             self.expires.pop(key, None)
 
     def _touch_watchers(self, key: bytes) -> None:
+        """A watched key changed: its watchers' EXEC will abort. A key that was already
+        expired when watched and is now gone counts as unchanged (as Valkey)."""
         clients = self.watched.get(key)
-        if clients:
-            for client in clients:
-                client.watch_dirty = True
+        if not clients:
+            return
+        gone = key not in self.data
+        for client in clients:
+            entry = (self, key)
+            if client.watching.get(entry) and gone:
+                client.watching[entry] = False
+                continue
+            client.watch_dirty = True
 
-    def touch_all_watchers(self) -> None:
-        """FLUSHDB/FLUSHALL/SWAPDB: every client watching a key here is dirty."""
-        for clients in self.watched.values():
-            for client in clients:
-                client.watch_dirty = True
+    def touch_all_watchers(self, other: Database | None = None) -> None:
+        """FLUSHDB/FLUSHALL/SWAPDB: watchers of keys that exist here (or in `other`, the
+        database swapped in) are dirty; watched keys that exist nowhere are not."""
+        for key, clients in self.watched.items():
+            if key in self.data or (other is not None and key in other.data):
+                for client in clients:
+                    client.watch_dirty = True
+
+    def is_expired(self, key: bytes) -> bool:
+        """Logically expired (deadline passed) but not yet deleted."""
+        when = self.expires.get(key)
+        return when is not None and self.state.now > when and key in self.data
 
     # --- expiry --------------------------------------------------------------------------
 

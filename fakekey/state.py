@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from fakekey.client import Client
 
 NOAUTH = ReplyError("NOAUTH Authentication required.")
-MULTI_COMMANDS = frozenset({"exec", "discard", "multi", "watch", "quit", "reset"})
+# Run at once even inside MULTI (MULTI and WATCH are refused there by their no_multi flag).
+NOT_QUEUED = frozenset({"exec", "discard", "quit", "reset"})
 
 
 class ServerState:
@@ -47,7 +48,10 @@ class ServerState:
         self.touch_keys = True
         self.notify_flags = 0
         self.blocking = Blocking(self)
+        self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
         self.run_id = os.urandom(20).hex()
+        self.replid = os.urandom(20).hex()  # INFO replication's master_replid
+        self.active_expire = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cron's expiry off
         self.version = __version__
         self.valkey_version = VALKEY_VERSION
         self.shutdown_requested: Any = None
@@ -104,7 +108,7 @@ class ServerState:
 
     def active_expire_cycle(self) -> None:
         now = self.tick()
-        for db in self.dbs:
+        for db in self.dbs if self.active_expire else ():
             if db.expires:
                 while db.expire_due(now, 20) > 5:
                     pass
@@ -117,7 +121,8 @@ class ServerState:
         cmd = self.registry.lookup(argv[0])
         if cmd is None:
             return unknown_command(argv)
-        if cmd.subcommands:
+        if cmd.subcommands and (len(argv) >= 2 or cmd.handler is None):
+            # a container alone is an arity error; COMMAND alone runs COMMAND itself
             if len(argv) < 2:
                 return wrong_args(cmd.name)
             sub = cmd.subcommands.get(argv[1].lower())
@@ -127,6 +132,7 @@ class ServerState:
         arity = cmd.arity
         argc = len(argv)
         if (arity > 0 and argc != arity) or argc < -arity:
+            cmd.rejected_calls += 1
             return wrong_args(cmd.name)
         return cmd
 
@@ -139,25 +145,42 @@ class ServerState:
             return self._count_error(cmd)
         if not client.authenticated and "no_auth" not in cmd.flags:
             return self._count_error(NOAUTH)
-        if client.in_multi and cmd.name not in MULTI_COMMANDS:
-            client.multi_queue.append((cmd, argv))
-            return QUEUED
+        if client.in_multi and cmd.name not in NOT_QUEUED:
+            return self._queue(client, cmd, argv)
         return self.execute(client, cmd, argv)
 
     def execute(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
-        """Run a command that passed every check; wake blocked clients afterwards."""
+        """Run a command that passed every check, with its own clock snapshot; blocked
+        clients whose keys it made ready are served after it ends."""
         self.tick()
-        client.last_command = cmd.name
-        self.stats["total_commands_processed"] += 1
-        cmd.calls += 1
-        try:
-            reply = cmd.handler(client, argv)
-        except ReplyError as err:
-            cmd.failed_calls += 1
-            reply = self._count_error(err)
+        reply = self.run_command(client, cmd, argv)
         if self.blocking.ready:
             self.blocking.serve()
         return reply
+
+    def run_command(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
+        """The handler call alone: inside EXEC and scripts, commands share the clock
+        snapshot of the outer command and wake nobody until it ends."""
+        client.cmd = cmd
+        # CLIENT NO-TOUCH: this client's reads leave access times alone, except TOUCH
+        self.touch_keys = not client.no_touch or cmd.name == "touch"
+        self.stats["total_commands_processed"] += 1
+        cmd.calls += 1
+        try:
+            return cmd.handler(client, argv)
+        except ReplyError as err:
+            cmd.failed_calls += 1
+            return self._count_error(err)
+
+    def _queue(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
+        """Inside MULTI: queue the command, or refuse it and doom the transaction."""
+        if "no_multi" in cmd.flags:
+            client.multi_error = True
+            return self._count_error(
+                ReplyError(f"ERR Command '{cmd.name}' not allowed inside a transaction")
+            )
+        client.multi_queue.append((cmd, argv))
+        return QUEUED
 
     def _count_error(self, err: ReplyError) -> ReplyError:
         self.stats["total_error_replies"] += 1

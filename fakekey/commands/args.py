@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from decimal import ROUND_CEILING, Decimal
 
 from fakekey.resp.replies import ReplyError
 
@@ -84,3 +85,49 @@ def parse_db_index(raw: bytes, count: int) -> int:
     if not 0 <= index < count:
         raise DB_RANGE
     return index
+
+
+_LONG_DOUBLE_RE = re.compile(
+    rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?"
+    rb"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?)\Z",
+    re.I,
+)
+
+
+def parse_long_double(raw: bytes, error: ReplyError) -> Decimal:
+    """strtold's forms (decimal, hex, inf), as an exact Decimal; no spaces, no nan."""
+    if not _LONG_DOUBLE_RE.match(raw):
+        raise error
+    text = raw.decode()
+    if "x" in text.lower():
+        sign = -1 if text.startswith("-") else 1
+        body = text.lstrip("+-")
+        if "p" not in body.lower():
+            body += "p0"
+        return Decimal(float.fromhex(body)) * sign
+    return Decimal(text)
+
+
+TIMEOUT_NOT_FLOAT = ReplyError("ERR timeout is not a float or out of range")
+TIMEOUT_NEGATIVE = ReplyError("ERR timeout is negative")
+TIMEOUT_RANGE = ReplyError("ERR timeout is out of range")
+
+
+def parse_timeout(raw: bytes, now_ms: int) -> int:
+    """A blocking command's timeout in seconds -> absolute deadline in ms (0 = forever)."""
+    seconds = parse_long_double(raw, TIMEOUT_NOT_FLOAT)
+    if seconds.is_infinite():
+        if seconds < 0:
+            raise TIMEOUT_NEGATIVE
+        raise TIMEOUT_RANGE
+    ms = seconds * 1000
+    if ms > LLONG_MAX:
+        raise TIMEOUT_RANGE
+    ticks = int(ms.to_integral_value(rounding=ROUND_CEILING))
+    if ticks < 0:
+        raise TIMEOUT_NEGATIVE
+    if ticks == 0:
+        return 0
+    if ticks > LLONG_MAX - now_ms:
+        raise TIMEOUT_RANGE
+    return ticks + now_ms

@@ -37,7 +37,7 @@ def clock_real(state: ServerState) -> None:
 def clock_moved(state: ServerState) -> None:
     """After the clock changes: expire what is due and time out waiters, now."""
     state.expire_all_due()
-    state.blocking.expire_timeouts()
+    state.blocking.clock_changed()
     state.blocking.serve()
 
 

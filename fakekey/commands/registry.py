@@ -22,6 +22,13 @@ _IMPLICIT_CATEGORIES = (
     ("blocking", "blocking"),
 )
 
+# ACL CAT order: COMMAND INFO lists a command's categories in this order.
+ACL_CATEGORIES = (
+    "keyspace read write set sortedset list hash string bitmap hyperloglog geo stream pubsub "
+    "admin fast slow blocking dangerous connection transaction scripting"
+).split()
+_CATEGORY_RANK = {name: i for i, name in enumerate(ACL_CATEGORIES)}
+
 
 @dataclass(frozen=True)
 class KeySpec:
@@ -37,6 +44,12 @@ class KeySpec:
     flags: tuple[str, ...] = ()
     numkeys_at: int = 0
     limit: int = 0  # for ranges ending at -1 with a fixed divisor (MSET: every 2nd)
+    # A keyword spec (XREAD STREAMS, GEORADIUS STORE): the keys start after `keyword`,
+    # searched from argument `startfrom` (negative: backwards from the end); `first` is
+    # unused and `last` is relative to the first key (0 = one key, -1 = to the end).
+    keyword: str = ""
+    startfrom: int = 0
+    notes: str = ""  # COMMAND INFO's key spec notes
 
 
 @dataclass
@@ -53,6 +66,7 @@ class Command:
     complexity: str = ""
     doc_flags: tuple[str, ...] = ()
     get_keys: Callable[[list[bytes]], list[int]] | None = None
+    tips: tuple[str, ...] = ()  # COMMAND INFO's tips (request_policy:..., nondeterministic_output)
     subcommands: dict[bytes, Command] = field(default_factory=dict)
     parent: Command | None = None
     calls: int = 0
@@ -70,38 +84,94 @@ class Command:
         cats.extend(a for a in self.acl if a not in cats)
         if "fast" not in self.flags and "slow" not in cats:
             cats.append("slow")
-        return cats
+        return sorted(cats, key=lambda c: _CATEGORY_RANK.get(c, len(_CATEGORY_RANK)))
 
     def key_positions(self, argv: list[bytes]) -> list[int]:
         """Indexes into argv of this call's keys (for ACL, GETKEYS, CROSSSLOT)."""
         if self.get_keys is not None:
             return self.get_keys(argv)
         out: list[int] = []
-        argc = len(argv)
         for spec in self.keys:
-            if spec.numkeys_at:
-                if spec.numkeys_at >= argc:
-                    continue
-                try:
-                    count = int(argv[spec.numkeys_at])
-                except ValueError:
-                    continue
-                first = spec.numkeys_at + 1
-                out.extend(i for i in range(first, min(first + count, argc)))
-                continue
-            last = spec.last if spec.last >= 0 else argc + spec.last
-            out.extend(range(spec.first, min(last, argc - 1) + 1, spec.step))
+            out.extend(find_keys(spec, argv) or ())
         return out
 
     def legacy_range(self) -> tuple[int, int, int]:
-        """(first, last, step) of COMMAND INFO: the union of the range specs."""
-        ranges = [s for s in self.keys if not s.numkeys_at]
-        if not ranges or self.get_keys is not None and not ranges:
-            return (0, 0, 0)
-        first = min(s.first for s in ranges)
-        lasts = [s.last for s in ranges]
-        last = min(lasts) if any(x < 0 for x in lasts) else max(lasts)
-        return (first, last, ranges[0].step)
+        """(first, last, step) of COMMAND INFO, derived from the key specs as Valkey does:
+        one plain range spec is taken whole; otherwise consecutive step-1 range specs
+        are merged and every other spec makes the command movable."""
+        return _legacy_range(self.keys)[0]
+
+    def movable_keys(self) -> bool:
+        """Whether COMMAND INFO flags this command `movablekeys`."""
+        return "movablekeys" in self.flags or self.get_keys is not None or _legacy_range(self.keys)[1]
+
+
+def _legacy_range(specs: tuple[KeySpec, ...]) -> tuple[tuple[int, int, int], bool]:
+    """((first, last, step), movable) as Valkey's populateCommandLegacyRangeSpec makes them."""
+    plain = [s for s in specs if not s.numkeys_at and not s.keyword]
+    if len(specs) == 1 and plain:
+        spec = plain[0]
+        return (spec.first, spec.last, spec.step), "incomplete" in spec.flags
+    movable = len(plain) != len(specs)
+    first = last = 0
+    for spec in plain:
+        if spec.step != 1 or (last and last != spec.first - 1):
+            movable = True
+            continue
+        movable = movable or "incomplete" in spec.flags
+        first = min(first, spec.first) if first else spec.first
+        # Valkey compares lasts as unsigned: a from-the-end (negative) last wins.
+        last = max(last, spec.last, key=lambda x: (x < 0, x))
+    if not first:
+        return (0, 0, 0), bool(specs)
+    return (first, last, 1), movable
+
+
+def _keyword_begin(spec: KeySpec, argv: list[bytes]) -> int | None:
+    """Index of the first key of a keyword spec, or None when the keyword is absent."""
+    argc = len(argv)
+    word = spec.keyword.encode().lower()
+    if spec.startfrom >= 0:
+        indexes = range(spec.startfrom, argc)
+    else:
+        indexes = range(argc + spec.startfrom, 0, -1)
+    for i in indexes:
+        if argv[i].lower() == word:
+            return i + 1
+    return None
+
+
+def find_keys(spec: KeySpec, argv: list[bytes]) -> list[int] | None:
+    """The key indexes one spec finds in argv; None when the arguments contradict it (a
+    bad numkeys, keys past the end), which COMMAND GETKEYS reports as invalid."""
+    argc = len(argv)
+    if spec.keyword:
+        first = _keyword_begin(spec, argv)
+        if first is None:
+            return []
+        last = spec.last if spec.last < 0 else first + spec.last
+    elif spec.numkeys_at:
+        if spec.numkeys_at >= argc:
+            return None
+        try:
+            count = int(argv[spec.numkeys_at])
+        except ValueError:
+            return None
+        if count <= 0:
+            return None if count < 0 or spec.numkeys_at + 1 > argc else []
+        first = spec.numkeys_at + 1
+        last = first + (count - 1) * spec.step
+        return list(range(first, last + 1, spec.step)) if last < argc else None
+    else:
+        first, last = spec.first, spec.last
+    if last < 0:
+        if spec.limit > 1:
+            last = first + (argc - first) // spec.limit - 1
+        else:
+            last = argc + last
+    if first >= argc or last >= argc or last < first:
+        return None
+    return list(range(first, last + 1, spec.step))
 
 
 class Registry:
@@ -151,6 +221,7 @@ def command(
     complexity: str = "O(1)",
     doc_flags: str = "",
     get_keys: Callable[[list[bytes]], list[int]] | None = None,
+    tips: str = "",
 ) -> Callable[[Handler], Handler]:
     """Declare a command next to its handler. `name` may be "parent|sub"."""
 
@@ -172,6 +243,7 @@ def command(
                 complexity=complexity,
                 doc_flags=tuple(doc_flags.split()),
                 get_keys=get_keys,
+                tips=tuple(tips.split()),
             )
         )
         return fn
@@ -212,3 +284,10 @@ def keys_range(first: int, last: int = 0, step: int = 1, flags: str = "") -> Key
 
 def keys_numkeys(at: int, flags: str = "") -> KeySpec:
     return KeySpec(at + 1, 0, 1, tuple(flags.split()), numkeys_at=at)
+
+
+def keys_keyword(
+    keyword: str, startfrom: int, last: int = 0, step: int = 1, limit: int = 0, flags: str = ""
+) -> KeySpec:
+    """Keys that follow a keyword (XREAD ... STREAMS k1 k2 id1 id2: last=-1, limit=2)."""
+    return KeySpec(0, last, step, tuple(flags.split()), limit=limit, keyword=keyword, startfrom=startfrom)

@@ -1,1 +1,94 @@
-"""placeholder: filled in by its family's work"""
+"""Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH.
+
+Queueing happens in `ServerState.call`; EXEC runs the queue under one clock snapshot with
+blocking denied, and blocked clients are served once, after the whole EXEC."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fakekey.client import Client
+from fakekey.commands.registry import command, keys_range
+from fakekey.resp.replies import NULL_ARRAY, OK, ReplyError
+
+G = "transactions"
+EXECABORT = ReplyError("EXECABORT Transaction discarded because of previous errors.")
+
+
+def end_transaction(c: Client) -> None:
+    c.in_multi = False
+    c.multi_queue = []
+    c.multi_error = False
+    c.state.unwatch_all(c)
+
+
+@command("multi", 1, "noscript loading stale fast no_multi allow_busy", acl="transaction",
+         group=G, since="1.2.0", summary="Starts a transaction: later commands are queued.")
+def multi(c: Client, argv: list[bytes]) -> Any:
+    c.in_multi = True
+    c.multi_queue = []
+    c.multi_error = False
+    return OK
+
+
+@command("discard", 1, "noscript loading stale fast allow_busy", acl="transaction", group=G,
+         since="2.0.0", complexity="O(N), when N is the number of queued commands",
+         summary="Drops the queued commands of a transaction.")
+def discard(c: Client, argv: list[bytes]) -> Any:
+    if not c.in_multi:
+        raise ReplyError("ERR DISCARD without MULTI")
+    end_transaction(c)
+    return OK
+
+
+def watched_key_expired(c: Client) -> bool:
+    """A watched key that was alive when watched and has expired since aborts EXEC."""
+    return any(not was_expired and db.is_expired(key) for (db, key), was_expired in c.watching.items())
+
+
+@command("exec", 1, "noscript loading stale skip_commandlog", acl="transaction", group=G,
+         since="1.2.0", complexity="Depends on commands in the transaction",
+         summary="Runs the queued commands of a transaction.")
+def exec_(c: Client, argv: list[bytes]) -> Any:
+    if not c.in_multi:
+        raise ReplyError("ERR EXEC without MULTI")
+    state = c.state
+    if c.multi_error:
+        end_transaction(c)
+        raise EXECABORT
+    if c.watch_dirty or watched_key_expired(c):
+        end_transaction(c)
+        return NULL_ARRAY
+    queue = c.multi_queue
+    end_transaction(c)
+    replies: list[Any] = []
+    state.deny_blocking = True
+    try:
+        for cmd, args in queue:
+            replies.append(state.run_command(c, cmd, args))
+    finally:
+        state.deny_blocking = False
+    c.cmd = state.registry.lookup(b"exec")
+    return replies
+
+
+@command("watch", -2, "noscript loading stale fast no_multi allow_busy", acl="transaction",
+         keys=keys_range(1, -1, flags="RO"), group=G, since="2.2.0",
+         complexity="O(1) for every key.",
+         summary="Watches keys: a change to any of them before EXEC aborts the transaction.")
+def watch(c: Client, argv: list[bytes]) -> Any:
+    db = c.db
+    for key in argv[1:]:
+        entry = (db, key)
+        if entry in c.watching:
+            continue
+        c.watching[entry] = db.is_expired(key)
+        db.watched.setdefault(key, set()).add(c)
+    return OK
+
+
+@command("unwatch", 1, "noscript loading stale fast allow_busy", acl="transaction", group=G,
+         since="2.2.0", summary="Forgets every watched key of the connection.")
+def unwatch(c: Client, argv: list[bytes]) -> Any:
+    c.state.unwatch_all(c)
+    return OK
