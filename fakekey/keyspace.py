@@ -32,7 +32,9 @@ def type_name(value: Any) -> str:
 class Database:
     """One numbered database."""
 
-    __slots__ = ("state", "index", "data", "expires", "access", "watched", "waiting")
+    __slots__ = (
+        "state", "index", "data", "expires", "access", "watched", "waiting", "scan_order"
+    )
 
     def __init__(self, state: ServerState, index: int) -> None:
         self.state = state
@@ -42,6 +44,7 @@ class Database:
         self.access: dict[bytes, int] = {}  # key -> ms of last access (OBJECT IDLETIME)
         self.watched: dict[bytes, set[Client]] = {}  # WATCH
         self.waiting: dict[bytes, Any] = {}  # key -> FIFO of blocked clients
+        self.scan_order: Any = None  # SCAN's cached key order (commands/keys.py)
 
     # --- reads -------------------------------------------------------------------------
 
