@@ -3,11 +3,13 @@ and the command line / config file see it. Texts follow Valkey's config.c."""
 
 from __future__ import annotations
 
-import fnmatch
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from fakekey.glob import glob_match
 
 LLONG_MAX = 2**63 - 1
 
@@ -16,7 +18,9 @@ class ConfigError(Exception):
     """A value a setting refuses; the text follows Valkey's."""
 
 
-_MEMORY_RE = re.compile(r"(-?\d+)(b|k|kb|m|mb|g|gb)?\Z", re.I)
+_MEMORY_RE = re.compile(r"(\d+)(b|k|kb|m|mb|g|gb)?\Z", re.I)
+_INT_RE = re.compile(r"(?:0|-?[1-9]\d*)\Z")
+ULLONG_MAX = 2**64 - 1
 _MEMORY_UNITS = {
     None: 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2,
     "g": 1000**3, "gb": 1024**3,
@@ -27,7 +31,10 @@ def parse_memory(text: str) -> int:
     m = _MEMORY_RE.match(text)
     if not m:
         raise ConfigError("argument must be a memory value")
-    return int(m.group(1)) * _MEMORY_UNITS[(m.group(2) or "").lower() or None]
+    value = int(m.group(1)) * _MEMORY_UNITS[(m.group(2) or "").lower() or None]
+    if value > ULLONG_MAX:
+        raise ConfigError("argument must be a memory value")
+    return value
 
 
 @dataclass
@@ -41,6 +48,11 @@ class Setting:
     aliases: tuple[str, ...] = ()
     immutable: bool = False
     validate: Callable[[Any], Any] | None = None
+    protected: bool = False  # refused by CONFIG SET while enable-protected-configs is no
+    # how CONFIG GET shows the value (Valkey normalises some texts, e.g. the event classes)
+    render: Callable[[Any], str] | None = None
+    # CONFIG SET combines the new value with the old one (client-output-buffer-limit)
+    merge: Callable[[Any, Any], Any] | None = None
 
     def parse(self, text: str) -> Any:
         if self.kind == "bool":
@@ -52,12 +64,9 @@ class Setting:
             if self.kind == "memory":
                 value = parse_memory(text)
             else:
-                try:
-                    if not re.fullmatch(r"-?\d+", text):
-                        raise ValueError
-                    value = int(text)
-                except ValueError:
-                    raise ConfigError("argument couldn't be parsed into an integer") from None
+                value = int(text) if _INT_RE.match(text) else None
+                if value is None or not -(2**63) <= value <= LLONG_MAX:
+                    raise ConfigError("argument couldn't be parsed into an integer")
             if not self.low <= value <= self.high:
                 raise ConfigError(f"argument must be between {self.low} and {self.high} inclusive")
             return value
@@ -69,6 +78,8 @@ class Setting:
         return text
 
     def show(self, value: Any) -> str:
+        if self.render is not None:
+            return self.render(value)
         if self.kind == "bool":
             return "yes" if value else "no"
         return str(value)
@@ -82,6 +93,66 @@ def _check_events(text: str) -> str:
         if ch not in _EVENT_CLASSES:
             raise ConfigError("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
     return text
+
+
+# notify-keyspace-events as Valkey shows it: "A" stands for g$lshzxetd, then K, E, m.
+_ALL_EVENT_CLASSES = "g$lshzxetd"
+
+
+def _show_events(text: str) -> str:
+    classes = set(text.replace("A", _ALL_EVENT_CLASSES))
+    if set(_ALL_EVENT_CLASSES) <= classes:
+        out = "A"
+    else:
+        out = "".join(ch for ch in _ALL_EVENT_CLASSES + "n" if ch in classes)
+    return out + "".join(ch for ch in "KEm" if ch in classes)
+
+
+_OBUF_CLASSES = {"normal": "normal", "replica": "slave", "slave": "slave", "pubsub": "pubsub"}
+
+
+def _parse_obuf_limits(text: str) -> dict[str, tuple[int, int, int]]:
+    """client-output-buffer-limit: groups of `class hard soft seconds`."""
+    parts = text.split()
+    if not parts or len(parts) % 4:
+        raise ConfigError("Wrong number of arguments in buffer limit configuration.")
+    limits: dict[str, tuple[int, int, int]] = {}
+    for i in range(0, len(parts), 4):
+        klass = _OBUF_CLASSES.get(parts[i].lower())
+        if klass is None:
+            raise ConfigError("Invalid client class specified in buffer limit configuration.")
+        try:
+            hard, soft = parse_memory(parts[i + 1]), parse_memory(parts[i + 2])
+            seconds = int(parts[i + 3]) if _INT_RE.match(parts[i + 3]) else -1
+        except ConfigError:
+            hard = soft = seconds = -1
+        if seconds < 0:
+            raise ConfigError("Error in hard, soft or soft_seconds setting in buffer limit configuration.")
+        limits[klass] = (hard, soft, seconds)
+    return limits
+
+
+def _check_obuf_limits(text: str) -> dict[str, tuple[int, int, int]]:
+    return _parse_obuf_limits(text)
+
+
+def _merge_obuf_limits(old: Any, new: dict[str, tuple[int, int, int]]) -> dict[str, tuple[int, int, int]]:
+    merged = dict(_parse_obuf_limits(old) if isinstance(old, str) else old)
+    merged.update(new)
+    return merged
+
+
+def _show_obuf_limits(value: Any) -> str:
+    limits = _parse_obuf_limits(value) if isinstance(value, str) else value
+    return " ".join(
+        f"{klass} {hard} {soft} {seconds}"
+        for klass in ("normal", "slave", "pubsub")
+        for hard, soft, seconds in [limits.get(klass, (0, 0, 0))]
+    )
+
+
+def _show_dir(value: str) -> str:
+    return os.path.abspath(value)
 
 
 def _check_save(text: str) -> str:
@@ -99,19 +170,19 @@ SETTINGS: list[Setting] = [
     Setting("port", "int", 6379, 0, 65535, immutable=True),
     Setting("bind", "str", "127.0.0.1", immutable=True),
     Setting("requirepass", "str", ""),
-    Setting("maxclients", "int", 10000, 1, LLONG_MAX),
+    Setting("maxclients", "int", 10000, 1, 2**32 - 1),
     Setting("databases", "int", 16, 1, 2**31 - 1, immutable=True),
     Setting("proto-max-bulk-len", "memory", 512 * 1024 * 1024, 1024 * 1024, LLONG_MAX),
     Setting("client-query-buffer-limit", "memory", 1024**3, 1024 * 1024, LLONG_MAX),
-    Setting("notify-keyspace-events", "special", "", validate=_check_events),
+    Setting("notify-keyspace-events", "special", "", validate=_check_events, render=_show_events),
     Setting("busy-reply-threshold", "int", 5000, 0, LLONG_MAX, aliases=("lua-time-limit",)),
     Setting("enable-debug-command", "enum", "no", choices=("no", "yes", "local"), immutable=True),
     Setting("enable-fakekey-commands", "bool", True, immutable=True),
-    Setting("dir", "str", ".", immutable=False),
-    Setting("dbfilename", "str", "dump.rdb"),
+    Setting("dir", "str", ".", protected=True, render=_show_dir),
+    Setting("dbfilename", "str", "dump.rdb", protected=True),
     Setting("appendonly", "bool", False),
     Setting("appendfilename", "str", "appendonly.aof", immutable=True),
-    Setting("appendfsync", "enum", "everysec", choices=("always", "everysec", "no")),
+    Setting("appendfsync", "enum", "everysec", choices=("everysec", "always", "no")),
     Setting("save", "special", "", validate=_check_save),
     Setting("hz", "int", 10, -(2**31), 2**31 - 1, validate=_bounded_hz),
     Setting("timeout", "int", 0, 0, 2**31 - 1),
@@ -138,9 +209,22 @@ SETTINGS: list[Setting] = [
     Setting("zset-max-listpack-value", "int", 64, 0, LLONG_MAX, aliases=("zset-max-ziplist-value",)),
     Setting("stream-node-max-entries", "int", 100, 0, LLONG_MAX),
     Setting("stream-node-max-bytes", "memory", 4096, 0, LLONG_MAX),
-    Setting("client-output-buffer-limit", "special", "normal 0 0 0 replica 268435456 67108864 60 pubsub 33554432 8388608 60"),
+    Setting(
+        "client-output-buffer-limit", "special",
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+        validate=_check_obuf_limits, merge=_merge_obuf_limits, render=_show_obuf_limits,
+    ),
     Setting("lfu-log-factor", "int", 10, 0, 2**31 - 1),
     Setting("lfu-decay-time", "int", 1, 0, 2**31 - 1),
+    Setting("maxmemory-samples", "int", 5, 1, 64),
+    Setting("cluster-enabled", "bool", False, immutable=True),
+    Setting("daemonize", "bool", False, immutable=True),
+    Setting("unixsocket", "str", "", immutable=True),
+    Setting("pidfile", "str", "", immutable=True),
+    Setting("enable-protected-configs", "enum", "no", choices=("no", "yes", "local"), immutable=True),
+    Setting("enable-module-command", "enum", "no", choices=("no", "yes", "local"), immutable=True),
+    Setting("replica-read-only", "bool", True, aliases=("slave-read-only",)),
+    Setting("lazyfree-lazy-user-flush", "bool", False),
 ]
 
 BY_NAME: dict[str, Setting] = {}
@@ -172,42 +256,56 @@ class Config:
         value = setting.parse(text)
         if setting.validate is not None:
             value = setting.validate(value)
+        if setting.merge is not None:
+            value = setting.merge(self.values[setting.name], value)
         return value
 
     def get(self, patterns: list[str]) -> dict[str, str]:
-        """CONFIG GET: every setting (and alias) matching any glob pattern, once each."""
-        out: dict[str, str] = {}
+        """CONFIG GET: every setting (and alias) matching any pattern, once each, sorted
+        by name. A pattern without glob characters answers under the name as asked."""
+        found: dict[str, str] = {}
         for pattern in patterns:
-            low = pattern.lower()
+            if not any(c in pattern for c in "*?["):
+                setting = BY_NAME.get(pattern.lower())
+                if setting is not None and pattern.lower() not in found:
+                    found.setdefault(pattern, setting.show(self.values[setting.name]))
+                continue
             for name, setting in BY_NAME.items():
-                if name in out:
-                    continue
-                if name == low or (any(c in low for c in "*?[") and fnmatch.fnmatchcase(name, low)):
-                    out[name] = setting.show(self.values[setting.name])
-        return out
+                if name not in found and glob_nocase(pattern, name):
+                    found[name] = setting.show(self.values[setting.name])
+        return dict(sorted(found.items()))
 
     def set_many(self, pairs: list[tuple[str, str]]) -> None:
-        """CONFIG SET: all or nothing, with Valkey's error texts."""
-        parsed: list[tuple[Setting, Any]] = []
-        seen: set[str] = set()
-        for name, text in pairs:
+        """CONFIG SET: the names are checked first (unknown, immutable, protected,
+        duplicate), then every value; nothing changes unless all are valid."""
+        settings: list[Setting] = []
+        for name, _text in pairs:
             setting = BY_NAME.get(name.lower())
             if setting is None:
                 raise ConfigError(f"Unknown option or number of arguments for CONFIG SET - '{name}'")
-            if setting.name in seen:
-                raise ConfigError(f"Duplicate parameter - {name}")
-            seen.add(setting.name)
             if setting.immutable:
-                raise ConfigError(
-                    f"CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
-                )
+                raise _set_failed(name, "can't set immutable config")
+            if setting.protected and self.values["enable-protected-configs"] == "no":
+                raise _set_failed(name, "can't set protected config")
+            if setting in settings:
+                raise _set_failed(name, "duplicate parameter")
+            settings.append(setting)
+        parsed: list[tuple[Setting, Any]] = []
+        for setting, (name, text) in zip(settings, pairs, strict=True):
             try:
                 parsed.append((setting, self._parse(setting, text)))
             except ConfigError as err:
-                raise ConfigError(
-                    f"CONFIG SET failed (possibly related to argument '{name}') - {err}"
-                ) from None
+                raise _set_failed(name, str(err)) from None
         for setting, value in parsed:
             self.values[setting.name] = value
             for listener in self.listeners:
                 listener(setting.name, value)
+
+
+def _set_failed(name: str, why: str) -> ConfigError:
+    return ConfigError(f"CONFIG SET failed (possibly related to argument '{name}') - {why}")
+
+
+def glob_nocase(pattern: str, name: str) -> bool:
+    """Valkey's case-insensitive glob (stringmatchlen nocase) for setting and command names."""
+    return glob_match(pattern.encode(), name.encode(), nocase=True)

@@ -1,1 +1,496 @@
-"""placeholder: filled in by its family's work"""
+"""CLIENT: ID, GETNAME, SETNAME, LIST, INFO, KILL, SETINFO, CAPA, NO-EVICT, NO-TOUCH,
+REPLY, HELP. (UNBLOCK, PAUSE/UNPAUSE and TRACKING live with blocking and tracking.)"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fakekey.client import Client
+from fakekey.blocking import UNBLOCKED_ERROR
+from fakekey.commands.args import SYNTAX, parse_int, try_int
+from fakekey.commands.registry import command, container
+from fakekey.commands.server_cmds import help_lines
+from fakekey.resp.replies import NO_REPLY, OK, ReplyError, Verbatim
+
+G = "connection"
+BASIC = "noscript loading stale allow_busy"
+ADMIN = "admin noscript loading stale"
+ALL_NODES = "request_policy:all_nodes response_policy:all_succeeded"
+
+container("client", group=G, since="2.4.0", summary="Holds the commands about client connections.")
+
+CLIENT_HELP = """\
+CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:
+CACHING (YES|NO)
+    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.
+CAPA <option> [options...]
+    The client claims its some capability options. Options are:
+    * REDIRECT
+      The client can handle redirection during primary and replica failover in standalone mode.
+GETREDIR
+    Return the client ID we are redirecting to when tracking is enabled.
+GETNAME
+    Return the name of the current connection.
+ID
+    Return the ID of the current connection.
+INFO
+    Return information about the current client connection.
+KILL <ip:port>
+    Kill connection made from <ip:port>.
+KILL <option> <value> [<option> <value> [...]]
+    Kill connections. Options are:
+    * ADDR (<ip:port>|<unixsocket>:0)
+      Kill connections made from the specified address.
+    * LADDR (<ip:port>|<unixsocket>:0)
+      Kill connections made to the specified local address.
+    * TYPE (NORMAL|PRIMARY|REPLICA|PUBSUB)
+      Kill connections by type.
+    * USER <username>
+      Kill connections authenticated by <username>.
+    * SKIPME (YES|NO)
+      Skip killing current connection (default: yes).
+    * ID <client-id> [<client-id>...]
+      Kill connections by client IDs.
+    * MAXAGE <maxage>
+      Kill connections older than the specified age.
+    * FLAGS <flags>
+      Kill connections that include the specified flags.
+    * NAME <client-name>
+      Kill connections with the specified name.
+    * IDLE <idle>
+      Kill connections with idle time greater than or equal to <idle> seconds.
+    * LIB-NAME <library-name>
+      Kill connections with the specified library name.
+    * LIB-VER <library-version>
+      Kill connections with the specified library version.
+    * DB <db-id>
+      Kill connections currently operating on the specified database ID.
+    * CAPA <capa>
+      Kill connections currently with the specified capa.
+    * IP <ip>
+      Kill connections made from the specified ip.
+LIST [options ...]
+    Return information about client connections. Options:
+    * TYPE (NORMAL|PRIMARY|REPLICA|PUBSUB)
+      Return clients of specified type.
+    * USER <username>
+      Return clients authenticated by <username>.
+    * ADDR <ip:port>
+      Return clients connected from the specified address.
+    * LADDR <ip:port>
+      Return clients connected to the specified local address.
+    * ID <client-id> [<client-id>...]
+      Return clients with the specified IDs.
+    * SKIPME (YES|NO)
+      Exclude the current client from the list (default: no).
+    * MAXAGE <maxage>
+      List connections older than the specified age.
+    * FLAGS <flags>
+      Return clients with the specified flags.
+    * NAME <client-name>
+      Return clients with the specified name.
+    * IDLE <idle>
+      Return clients with idle time greater than or equal to <idle> seconds.
+    * LIB-NAME <lib-name>
+      Return clients with the specified lib name.
+    * LIB-VER <lib-version>
+      Return clients with the specified lib version.
+    * DB <db-id>
+      Return clients currently operating on the specified database ID.
+    * CAPA <capa>
+      Return connections currently with the specified capa.
+    * IP <ip>
+      Return connections made from the specified ip.
+UNPAUSE
+    Stop the current client pause, resuming traffic.
+PAUSE <timeout> [WRITE|ALL]
+    Suspend all, or just write, clients for <timeout> milliseconds.
+REPLY (ON|OFF|SKIP)
+    Control the replies sent to the current connection.
+SETNAME <name>
+    Assign the name <name> to the current connection.
+SETINFO <option> <value>
+    Set client meta attr. Options are:
+    * LIB-NAME: the client lib name.
+    * LIB-VER: the client lib version.
+UNBLOCK <clientid> [TIMEOUT|ERROR]
+    Unblock the specified blocked client.
+TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]
+         [OPTIN] [OPTOUT] [NOLOOP]
+    Control server assisted client side caching.
+TRACKINGINFO
+    Report tracking status for the current connection.
+NO-EVICT (ON|OFF)
+    Protect current client connection from eviction.
+NO-TOUCH (ON|OFF)
+    Will not touch LRU/LFU stats when this mode is on.
+IMPORT-SOURCE (ON|OFF)
+    Mark this connection as an import source if import-mode is enabled.
+    Sync tools can set their connections into 'import-source' state to visit
+    expired keys.
+HELP
+    Print this help.""".splitlines()
+
+
+# --- names and attributes ---------------------------------------------------------------
+
+
+def printable(value: bytes) -> bool:
+    """Valkey's rule for names and library attributes: visible ASCII, no spaces."""
+    return all(33 <= ch <= 126 for ch in value)
+
+
+def validate_name(name: bytes) -> None:
+    """CLIENT SETNAME / HELLO SETNAME: raise Valkey's error for an unusable name."""
+    if not printable(name):
+        raise ReplyError("ERR Client names cannot contain spaces, newlines or special characters.")
+
+
+@command("client|id", 2, BASIC, acl="connection", since="5.0.0",
+         summary="Answers the connection's unique id.")
+def client_id(c: Client, argv: list[bytes]) -> Any:
+    return c.id
+
+
+@command("client|getname", 2, BASIC, acl="connection", since="2.6.9",
+         summary="Answers the connection's name, or null when it has none.")
+def client_getname(c: Client, argv: list[bytes]) -> Any:
+    return c.name or None
+
+
+@command("client|setname", 3, BASIC, acl="connection", since="2.6.9", tips=ALL_NODES,
+         summary="Names the connection (an empty name removes it).")
+def client_setname(c: Client, argv: list[bytes]) -> Any:
+    validate_name(argv[2])
+    c.name = argv[2]
+    return OK
+
+
+@command("client|setinfo", 4, BASIC, acl="connection", since="7.2.0", tips=ALL_NODES,
+         summary="Records the client library's name or version for CLIENT LIST.")
+def client_setinfo(c: Client, argv: list[bytes]) -> Any:
+    option = argv[2].lower()
+    if option not in (b"lib-name", b"lib-ver"):
+        raise ReplyError(f"ERR Unrecognized option '{argv[2].decode('utf-8', 'replace')}'")
+    if not printable(argv[3]):
+        raise ReplyError(
+            f"ERR {option.decode()} cannot contain spaces, newlines or special characters."
+        )
+    if option == b"lib-name":
+        c.lib_name = argv[3]
+    else:
+        c.lib_ver = argv[3]
+    return OK
+
+
+@command("client|capa", -3, BASIC, acl="connection", since="8.0.0",
+         summary="Declares the capabilities the client handles (REDIRECT).")
+def client_capa(c: Client, argv: list[bytes]) -> Any:
+    if any(arg.lower() == b"redirect" for arg in argv[2:]):
+        c.capa = "r"  # unknown capabilities are ignored, as Valkey does
+    return OK
+
+
+def parse_on_off(raw: bytes) -> bool:
+    word = raw.lower()
+    if word not in (b"on", b"off"):
+        raise SYNTAX
+    return word == b"on"
+
+
+@command("client|no-evict", 3, ADMIN + " allow_busy", acl="connection dangerous", since="7.0.0",
+         summary="Exempts the connection from client eviction, or not.")
+def client_no_evict(c: Client, argv: list[bytes]) -> Any:
+    c.no_evict = parse_on_off(argv[2])
+    return OK
+
+
+@command("client|no-touch", 3, BASIC, acl="connection", since="7.2.0",
+         summary="Makes the connection's reads leave the keys' access times alone, or not.")
+def client_no_touch(c: Client, argv: list[bytes]) -> Any:
+    # ServerState.run_command sets state.touch_keys from this flag before each command
+    c.no_touch = parse_on_off(argv[2])
+    return OK
+
+
+@command("client|reply", 3, "noscript loading stale no_multi allow_busy", acl="connection",
+         since="3.2.0", summary="Turns the server's replies to this connection on, off, or "
+         "off for the next command only.")
+def client_reply(c: Client, argv: list[bytes]) -> Any:
+    mode = argv[2].lower()
+    if mode == b"on":
+        c.reply_mode = "on"
+        return OK
+    if mode in (b"off", b"skip"):
+        # no reply to this command; the connection skips the next one's in "skip" mode
+        c.reply_mode = mode.decode()
+        return NO_REPLY
+    raise SYNTAX
+
+
+@command("client|help", 2, "loading stale", acl="connection", since="5.0.0",
+         summary="Describes the CLIENT subcommands.")
+def client_help(c: Client, argv: list[bytes]) -> Any:
+    return help_lines(CLIENT_HELP)
+
+
+# --- CLIENT LIST / INFO -------------------------------------------------------------------
+
+BASE_CLIENT_MEMORY = 16992  # Valkey's idle client: query and reply buffers and the struct
+
+
+def client_type(client: Client) -> str:
+    """normal or pubsub: fakekey has no primary or replica connections."""
+    return "pubsub" if client.subscriptions or client.shard_channels else "normal"
+
+
+def client_line(client: Client, argv_mem: int = 0) -> str:
+    """One CLIENT LIST line, with every field Valkey 9.1 prints, in its order."""
+    now = client.state.now
+    multi_mem = sum(len(arg) for _cmd, args in client.multi_queue for arg in args)
+    qbuf = client.parser.buffered()
+    fields = (
+        ("id", client.id),
+        ("addr", client.addr),
+        ("laddr", client.laddr),
+        ("fd", client.fd),
+        ("name", client.name.decode("utf-8", "replace")),
+        ("age", max(0, now - client.created_ms) // 1000),
+        ("idle", max(0, now - client.last_interaction_ms) // 1000),
+        ("flags", client.flags()),
+        ("capa", getattr(client, "capa", "")),
+        ("db", client.db.index),
+        ("sub", len(client.channels)),
+        ("psub", len(client.patterns)),
+        ("ssub", len(client.shard_channels)),
+        ("multi", len(client.multi_queue) if client.in_multi else -1),
+        ("watch", len(client.watching)),
+        ("qbuf", qbuf),
+        ("qbuf-free", 0),
+        ("argv-mem", argv_mem),
+        ("multi-mem", multi_mem),
+        ("rbs", 16392),
+        ("rbp", 16392),
+        ("obl", 0),
+        ("oll", 0),
+        ("omem", 0),
+        ("tot-mem", BASE_CLIENT_MEMORY + argv_mem + multi_mem + qbuf),
+        ("events", "r"),
+        ("cmd", client.last_command),
+        ("user", client.user),
+        ("redir", getattr(client, "tracking_redirect", -1)),
+        ("resp", client.protocol),
+        ("lib-name", client.lib_name.decode("utf-8", "replace")),
+        ("lib-ver", client.lib_ver.decode("utf-8", "replace")),
+        ("tot-net-in", client.net_in),
+        ("tot-net-out", client.net_out),
+        ("tot-cmds", client.total_commands),
+    )
+    return " ".join(f"{name}={value}" for name, value in fields) + "\n"
+
+
+def lines_for(c: Client, clients: list[Client], argv: list[bytes]) -> Verbatim:
+    """The lines of `clients` (the caller's own shows its current arguments' size)."""
+    own = sum(len(arg) for arg in argv)
+    text = "".join(client_line(cl, own if cl is c else 0) for cl in clients)
+    return Verbatim(text.encode("utf-8", "surrogateescape"))
+
+
+@command("client|info", 2, "noscript loading stale", acl="connection", since="6.2.0",
+         tips="nondeterministic_output", summary="Describes this connection as one CLIENT "
+         "LIST line.")
+def client_info(c: Client, argv: list[bytes]) -> Any:
+    return lines_for(c, [c], argv)
+
+
+@command("client|list", -2, ADMIN, acl="connection dangerous", since="2.4.0",
+         tips="nondeterministic_output", complexity="O(N) where N is the number of client "
+         "connections", summary="Describes the connections, optionally filtered.")
+def client_list(c: Client, argv: list[bytes]) -> Any:
+    selector = parse_filters(c, argv[2:], skipme=False)
+    clients = sorted(c.state.clients.values(), key=lambda cl: cl.id)
+    return lines_for(c, [cl for cl in clients if selector.matches(cl, c)], argv)
+
+
+# --- filters (CLIENT LIST and CLIENT KILL share them) ------------------------------------
+
+Predicate = Callable[[Client], bool]
+CLIENT_TYPES = {
+    b"normal": "normal", b"pubsub": "pubsub", b"master": "master", b"primary": "master",
+    b"slave": "replica", b"replica": "replica",
+}
+KNOWN_FLAGS = set("AbcdeIMNOPrRSTtuUx")
+KNOWN_CAPA = set("r")
+
+
+@dataclass
+class Selector:
+    """The filters of one CLIENT LIST/KILL: every predicate must hold."""
+
+    skipme: bool
+    predicates: list[Predicate] = field(default_factory=list)
+
+    def matches(self, client: Client, caller: Client) -> bool:
+        if self.skipme and client is caller:
+            return False
+        return all(test(client) for test in self.predicates)
+
+
+def parse_positive(raw: bytes, what: str) -> int:
+    value = try_int(raw)
+    if value is None:
+        raise ReplyError(f"ERR {what} is not an integer or out of range")
+    if value <= 0:
+        raise ReplyError(f"ERR {what} should be greater than 0")
+    return value
+
+
+def user_exists(c: Client, name: bytes) -> bool:
+    acl = getattr(c.state, "acl", None)
+    users = getattr(acl, "users", None)
+    if users is None:
+        return name == b"default"
+    return name.decode("utf-8", "replace") in users or name in users
+
+
+def parse_ids(args: list[bytes], i: int) -> tuple[set[int], int]:
+    """ID id [id ...]: the ids that follow, up to the first non-integer."""
+    ids: set[int] = set()
+    while i < len(args) and (value := try_int(args[i])) is not None:
+        if value <= 0:
+            raise ReplyError("ERR client-id should be greater than 0")
+        ids.add(value)
+        i += 1
+    if not ids:
+        raise SYNTAX
+    return ids, i
+
+
+def value_test(c: Client, option: bytes, raw: bytes, negated: bool) -> Predicate:
+    """The predicate of one single-valued filter, with Valkey's checks and errors."""
+    text = raw.decode("utf-8", "surrogateescape")
+    where = "the NOT-" + option.upper().decode() + " filter" if negated else "the provided filter"
+    if option == b"type":
+        kind = CLIENT_TYPES.get(raw.lower())
+        if kind is None:
+            raise ReplyError(f"ERR Unknown client type '{text}'")
+        return lambda cl: client_type(cl) == kind
+    if option == b"user":
+        if not user_exists(c, raw):
+            raise ReplyError(f"ERR No such user '{text}'")
+        return lambda cl: cl.user == text
+    if option == b"addr":
+        return lambda cl: cl.addr == text
+    if option == b"laddr":
+        return lambda cl: cl.laddr == text
+    if option == b"ip":
+        return lambda cl: cl.addr.rsplit(":", 1)[0] == text
+    if option == b"name":
+        return lambda cl: bool(cl.name) and cl.name == raw
+    if option == b"lib-name":
+        return lambda cl: bool(cl.lib_name) and cl.lib_name == raw
+    if option == b"lib-ver":
+        return lambda cl: bool(cl.lib_ver) and cl.lib_ver == raw
+    if option == b"flags":
+        if not set(text) <= KNOWN_FLAGS:
+            raise ReplyError(f"ERR Unknown flags found in {where}: {text}")
+        return lambda cl: set(text) <= set(cl.flags())
+    if option == b"capa":
+        if not set(text) <= KNOWN_CAPA:
+            raise ReplyError(f"ERR Unknown capa found in {where}: {text}")
+        return lambda cl: set(text) <= set(getattr(cl, "capa", ""))
+    if option == b"db":
+        index = try_int(raw)
+        if index is None:
+            raise ReplyError("ERR DB is not an integer or out of range")
+        if not 0 <= index < len(c.state.dbs):
+            raise ReplyError(f"ERR DB number should be between 0 and {len(c.state.dbs) - 1}")
+        return lambda cl: cl.db.index == index
+    if option in (b"maxage", b"idle") and not negated:
+        seconds = parse_positive(raw, option.decode())
+        if option == b"maxage":
+            return lambda cl: (cl.state.now - cl.created_ms) // 1000 >= seconds
+        return lambda cl: (cl.state.now - cl.last_interaction_ms) // 1000 >= seconds
+    raise SYNTAX
+
+
+_NEGATABLE = {b"id", b"type", b"user", b"addr", b"laddr", b"flags", b"ip", b"lib-name",
+              b"lib-ver", b"db", b"capa", b"name"}
+
+
+def parse_filters(c: Client, args: list[bytes], skipme: bool) -> Selector:
+    """Option/value pairs (ID takes several values) into a Selector."""
+    selector = Selector(skipme)
+    i = 0
+    while i < len(args):
+        option = args[i].lower()
+        negated = option.startswith(b"not-") and option[4:] in _NEGATABLE
+        if negated:
+            option = option[4:]
+        if i + 1 >= len(args):
+            raise SYNTAX
+        if option == b"id":
+            ids, i = parse_ids(args, i + 1)
+            test: Predicate = lambda cl, ids=ids: cl.id in ids  # noqa: E731
+        elif option == b"skipme" and not negated:
+            answer = args[i + 1].lower()
+            if answer not in (b"yes", b"no"):
+                raise SYNTAX
+            selector.skipme = answer == b"yes"
+            i += 2
+            continue
+        else:
+            test = value_test(c, option, args[i + 1], negated)
+            i += 2
+        selector.predicates.append((lambda cl, t=test: not t(cl)) if negated else test)
+    return selector
+
+
+# --- CLIENT KILL --------------------------------------------------------------------------
+
+
+def kill(c: Client, victim: Client) -> None:
+    """Close a client's connection; the caller itself is closed after its reply."""
+    victim.killed = True
+    if victim is not c and victim.connection is not None:
+        victim.connection.close()
+
+
+@command("client|kill", -3, ADMIN, acl="connection dangerous", since="2.4.0",
+         complexity="O(N) where N is the number of client connections",
+         summary="Closes the connections chosen by address or by filters.")
+def client_kill(c: Client, argv: list[bytes]) -> Any:
+    clients = sorted(c.state.clients.values(), key=lambda cl: cl.id)
+    if len(argv) == 3:  # the old form: one address, the caller included
+        addr = argv[2].decode("utf-8", "surrogateescape")
+        victims = [cl for cl in clients if cl.addr == addr]
+        if not victims:
+            raise ReplyError("ERR No such client")
+        for victim in victims:
+            kill(c, victim)
+        return OK
+    selector = parse_filters(c, argv[2:], skipme=True)
+    victims = [cl for cl in clients if selector.matches(cl, c)]
+    for victim in victims:
+        kill(c, victim)
+    return len(victims)
+
+
+@command("client|unblock", -3, ADMIN, acl="connection dangerous", since="5.0.0",
+         complexity="O(log N) where N is the number of client connections",
+         summary="Ends another connection's blocking command, as a timeout or an error.")
+def client_unblock(c: Client, argv: list[bytes]) -> Any:
+    client_id = parse_int(argv[2])
+    reply: Any = None  # the waiter's own timeout reply
+    if len(argv) == 4:
+        how = argv[3].upper()
+        if how == b"ERROR":
+            reply = UNBLOCKED_ERROR
+        elif how != b"TIMEOUT":
+            raise ReplyError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
+    target = c.state.clients.get(client_id)
+    if target is None or target.blocked is None:
+        return 0
+    return int(c.state.blocking.unblock(target, reply))

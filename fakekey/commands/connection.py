@@ -14,6 +14,7 @@ WRONGPASS = ReplyError("WRONGPASS invalid username-password pair or user is disa
 
 
 @command("ping", -1, "fast sentinel", acl="connection", group=G, since="1.0.0",
+         tips="request_policy:all_shards response_policy:all_succeeded",
          summary="Answers PONG, or echoes its argument.")
 def ping(c: Client, argv: list[bytes]) -> Any:
     if len(argv) > 2:
@@ -23,13 +24,13 @@ def ping(c: Client, argv: list[bytes]) -> Any:
     return argv[1] if len(argv) == 2 else PONG
 
 
-@command("echo", 2, "fast", acl="connection", group=G, since="1.0.0",
+@command("echo", 2, "loading stale fast", acl="connection", group=G, since="1.0.0",
          summary="Answers with the message it was given.")
 def echo(c: Client, argv: list[bytes]) -> Any:
     return argv[1]
 
 
-@command("select", 2, "loading stale fast", acl="connection", group=G, since="1.0.0",
+@command("select", 2, "loading stale fast allow_busy", acl="connection", group=G, since="1.0.0",
          summary="Switches the connection to another numbered database.")
 def select(c: Client, argv: list[bytes]) -> Any:
     c.select(parse_db_index(argv[1], len(c.state.dbs)))
@@ -37,8 +38,7 @@ def select(c: Client, argv: list[bytes]) -> Any:
 
 
 @command("quit", -1, "allow_busy noscript loading stale fast no_auth", acl="connection",
-         group=G, since="1.0.0", summary="Closes the connection after answering OK.",
-         doc_flags="deprecated")
+         group=G, since="1.0.0", summary="Closes the connection after answering OK.")
 def quit_(c: Client, argv: list[bytes]) -> Any:
     c.close_after_reply = True
     return OK
@@ -81,7 +81,8 @@ def check_password(c: Client, user: bytes, password: bytes) -> None:
 
 
 @command("auth", -2, "noscript loading stale fast no_auth allow_busy", acl="connection",
-         group=G, since="1.0.0", summary="Authenticates the connection.")
+         group=G, since="1.0.0", summary="Authenticates the connection.",
+         complexity="O(N) where N is the number of passwords defined for the user")
 def auth(c: Client, argv: list[bytes]) -> Any:
     if len(argv) > 3:
         raise ReplyError("ERR syntax error")

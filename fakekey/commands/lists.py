@@ -6,7 +6,7 @@ from itertools import islice
 from typing import Any
 
 from fakekey.client import Client
-from fakekey.commands.args import NO_SUCH_KEY, SYNTAX, parse_int, parse_timeout
+from fakekey.commands.args import NO_SUCH_KEY, SYNTAX, parse_int, parse_timeout, wrong_args
 from fakekey.commands.registry import command, keys_numkeys, keys_range
 from fakekey.keyspace import Database
 from fakekey.resp.replies import NULL_ARRAY, OK, ReplyError
@@ -164,7 +164,7 @@ def linsert(c: Client, argv: list[bytes]) -> Any:
 
 def pop_command(c: Client, argv: list[bytes], left: bool) -> Any:
     if len(argv) > 3:
-        raise SYNTAX
+        raise wrong_args(argv[0].lower().decode())
     count = None
     if len(argv) == 3:
         count = parse_int(argv[2], POSITIVE)
@@ -301,7 +301,6 @@ def lmove(c: Client, argv: list[bytes]) -> Any:
 
 
 @command("rpoplpush", 3, "write denyoom", keys=_MOVE_KEYS, acl="list", group=G, since="1.2.0",
-         doc_flags="deprecated",
          summary="Pops the last element of a list and prepends it to another list.")
 def rpoplpush(c: Client, argv: list[bytes]) -> Any:
     return move(c, argv[1], argv[2], False, True)
@@ -323,7 +322,7 @@ def blmove(c: Client, argv: list[bytes]) -> Any:
 
 
 @command("brpoplpush", 4, "write denyoom blocking", keys=_MOVE_KEYS, acl="list", group=G,
-         since="2.2.0", doc_flags="deprecated",
+         since="2.2.0",
          summary="Moves the last element of a list to the head of another, waiting if empty.")
 def brpoplpush(c: Client, argv: list[bytes]) -> Any:
     return blocking_move(c, argv, False, True, argv[3])
@@ -371,7 +370,7 @@ def lindex(c: Client, argv: list[bytes]) -> Any:
     return lst[index]
 
 
-@command("lpos", -3, "readonly", keys=keys_range(1, flags="RO"), acl="list", group=G,
+@command("lpos", -3, "readonly", keys=keys_range(1, flags="RO access"), acl="list", group=G,
          since="6.0.6", complexity="O(N) where N is the number of elements in the list, for the average case.",
          summary="Answers the index of matching elements of a list.")
 def lpos(c: Client, argv: list[bytes]) -> Any:

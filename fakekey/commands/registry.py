@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from fakekey.commands.args import try_int
+
 Handler = Callable[..., Any]
 
 # Flags that make Valkey add an implicit ACL category (setImplicitACLCategories).
@@ -153,12 +155,11 @@ def find_keys(spec: KeySpec, argv: list[bytes]) -> list[int] | None:
     elif spec.numkeys_at:
         if spec.numkeys_at >= argc:
             return None
-        try:
-            count = int(argv[spec.numkeys_at])
-        except ValueError:
+        count = try_int(argv[spec.numkeys_at])
+        if count is None:
             return None
         if count <= 0:
-            return None if count < 0 or spec.numkeys_at + 1 > argc else []
+            return [] if count == 0 else None
         first = spec.numkeys_at + 1
         last = first + (count - 1) * spec.step
         return list(range(first, last + 1, spec.step)) if last < argc else None

@@ -76,7 +76,8 @@ class FakekeyTarget(Target):
     is_fakekey = True
 
     def __init__(self) -> None:
-        self.server = Server()
+        # the same as the valkey target's --enable-debug-command yes (both default to no)
+        self.server = Server(enable_debug_command="yes")
 
     def start(self) -> None:
         self.server.start()
