@@ -7,8 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fakekey.client import Client
 from fakekey.blocking import UNBLOCKED_ERROR
+from fakekey.client import Client
 from fakekey.commands.args import SYNTAX, parse_int, try_int
 from fakekey.commands.registry import command, container
 from fakekey.commands.server_cmds import help_lines

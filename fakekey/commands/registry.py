@@ -26,9 +26,10 @@ _IMPLICIT_CATEGORIES = (
 
 # ACL CAT order: COMMAND INFO lists a command's categories in this order.
 ACL_CATEGORIES = (
-    "keyspace read write set sortedset list hash string bitmap hyperloglog geo stream pubsub "
-    "admin fast slow blocking dangerous connection transaction scripting"
-).split()
+    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
+    "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
+    "dangerous", "connection", "transaction", "scripting",
+)
 _CATEGORY_RANK = {name: i for i, name in enumerate(ACL_CATEGORIES)}
 
 
