@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from fakekey.resp.encoder import ENCODERS, Encoder
 from fakekey.resp.parser import RequestParser
+from fakekey.resp.replies import Push
 
 if TYPE_CHECKING:
     from fakekey.keyspace import Database
@@ -92,6 +93,14 @@ class Client:
         if self.close_after_reply:
             out += "c"
         return out or "N"
+
+    def push(self, items: list[Any]) -> None:
+        """A pub/sub message: a push frame in RESP3, an array in RESP2. A subscriber whose
+        unread output passes the pubsub hard limit is disconnected, as Valkey does."""
+        self.send(Push(items))
+        connection = self.connection
+        if connection is not None and connection.output_backlog() > self.state.pubsub_hard_limit():
+            connection.close()
 
     def send(self, reply: Any) -> None:
         """Write a reply outside the request cycle (a woken client, a pub/sub message)."""

@@ -111,7 +111,7 @@ def _show_events(text: str) -> str:
 _OBUF_CLASSES = {"normal": "normal", "replica": "slave", "slave": "slave", "pubsub": "pubsub"}
 
 
-def _parse_obuf_limits(text: str) -> dict[str, tuple[int, int, int]]:
+def parse_obuf_limits(text: str) -> dict[str, tuple[int, int, int]]:
     """client-output-buffer-limit: groups of `class hard soft seconds`."""
     parts = text.split()
     if not parts or len(parts) % 4:
@@ -133,17 +133,17 @@ def _parse_obuf_limits(text: str) -> dict[str, tuple[int, int, int]]:
 
 
 def _check_obuf_limits(text: str) -> dict[str, tuple[int, int, int]]:
-    return _parse_obuf_limits(text)
+    return parse_obuf_limits(text)
 
 
 def _merge_obuf_limits(old: Any, new: dict[str, tuple[int, int, int]]) -> dict[str, tuple[int, int, int]]:
-    merged = dict(_parse_obuf_limits(old) if isinstance(old, str) else old)
+    merged = dict(parse_obuf_limits(old) if isinstance(old, str) else old)
     merged.update(new)
     return merged
 
 
 def _show_obuf_limits(value: Any) -> str:
-    limits = _parse_obuf_limits(value) if isinstance(value, str) else value
+    limits = parse_obuf_limits(value) if isinstance(value, str) else value
     return " ".join(
         f"{klass} {hard} {soft} {seconds}"
         for klass in ("normal", "slave", "pubsub")

@@ -15,8 +15,9 @@ from fakekey.clock import Clock
 from fakekey.commands import load_all
 from fakekey.commands.args import wrong_args
 from fakekey.commands.registry import REGISTRY, Command
-from fakekey.config import Config
+from fakekey.config import Config, parse_obuf_limits
 from fakekey.keyspace import Database
+from fakekey.pubsub import PubSub, parse_notify_flags
 from fakekey.resp.replies import QUEUED, ReplyError
 
 if TYPE_CHECKING:
@@ -25,6 +26,11 @@ if TYPE_CHECKING:
 NOAUTH = ReplyError("NOAUTH Authentication required.")
 # Run at once even inside MULTI (MULTI and WATCH are refused there by their no_multi flag).
 NOT_QUEUED = frozenset({"exec", "discard", "quit", "reset"})
+# What a RESP2 connection with subscriptions may still run.
+SUBSCRIBED_RESP2 = frozenset({
+    "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe",
+    "ping", "quit", "reset",
+})
 
 
 class ServerState:
@@ -46,7 +52,9 @@ class ServerState:
         self.lastsave = int(time.time())
         self.dirty = 0
         self.touch_keys = True
-        self.notify_flags = 0
+        self.pubsub = PubSub(self)
+        self.notify_flags = parse_notify_flags(self.config["notify-keyspace-events"])
+        self.config.listeners.append(self._config_changed)
         self.blocking = Blocking(self)
         self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
         self.run_id = os.urandom(20).hex()
@@ -85,10 +93,20 @@ class ServerState:
         client.watch_dirty = False
 
     def unsubscribe_all(self, client: Client) -> None:
-        """Drop every subscription of `client` (the pub/sub layer extends this)."""
-        client.channels.clear()
-        client.patterns.clear()
-        client.shard_channels.clear()
+        """Drop every subscription of `client` (disconnect, RESET)."""
+        self.pubsub.drop_client(client)
+
+    def pubsub_hard_limit(self) -> int:
+        """client-output-buffer-limit's hard limit for pub/sub clients (0 = none)."""
+        limits = self.config["client-output-buffer-limit"]
+        if isinstance(limits, str):  # the default, as text
+            limits = parse_obuf_limits(limits)
+        hard = limits.get("pubsub", (0, 0, 0))[0]
+        return hard or 1 << 62
+
+    def _config_changed(self, name: str, value: Any) -> None:
+        if name == "notify-keyspace-events":
+            self.notify_flags = parse_notify_flags(value)
 
     def module_list(self) -> list[dict[bytes, object]]:
         """Modules as HELLO and MODULE LIST describe them."""
@@ -145,6 +163,12 @@ class ServerState:
             return self._count_error(cmd)
         if not client.authenticated and "no_auth" not in cmd.flags:
             return self._count_error(NOAUTH)
+        if client.protocol == 2 and (client.channels or client.patterns or client.shard_channels):
+            if cmd.name not in SUBSCRIBED_RESP2:
+                return self._count_error(ReplyError(
+                    f"ERR Can't execute '{cmd.name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE"
+                    " / PING / QUIT / RESET are allowed in this context"
+                ))
         if client.in_multi and cmd.name not in NOT_QUEUED:
             return self._queue(client, cmd, argv)
         return self.execute(client, cmd, argv)
@@ -191,7 +215,8 @@ class ServerState:
     # --- notifications (keyspace events are emitted by the write funnel) -------------
 
     def notify(self, db: Database, klass: str, event: str, key: bytes) -> None:
-        """Keyspace notifications; the pub/sub layer installs the real emitter."""
+        """A keyspace notification (callers check `notify_flags` first: it is cheap)."""
+        self.pubsub.notify(db, klass, event, key)
 
 
 def unknown_command(argv: list[bytes]) -> ReplyError:

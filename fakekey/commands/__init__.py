@@ -15,6 +15,7 @@ FAMILIES = (
     "zsets",
     "lists",
     "transactions",
+    "pubsub",
     "fakekey_cmds",
 )
 

@@ -359,10 +359,10 @@ def lrange(c: Client, argv: list[bytes]) -> Any:
          complexity="O(N) where N is the number of elements to traverse to get to the element at index.",
          summary="Answers the element at an index of a list.")
 def lindex(c: Client, argv: list[bytes]) -> Any:
-    index = parse_int(argv[2])
-    lst = lookup_list(c, argv[1])
+    lst = lookup_list(c, argv[1])  # a missing key answers null before the index is read
     if lst is None:
         return None
+    index = parse_int(argv[2])
     if index < 0:
         index += len(lst)
     if not 0 <= index < len(lst):
@@ -441,10 +441,10 @@ def find_positions(lst: ListValue, element: bytes, rank: int, count: int, maxlen
          "first or the last element of the list is O(1).",
          summary="Replaces the element at an index of a list.")
 def lset(c: Client, argv: list[bytes]) -> Any:
-    index = parse_int(argv[2])
-    lst = lookup_list(c, argv[1])
+    lst = lookup_list(c, argv[1])  # the key is checked before the index is read
     if lst is None:
         raise NO_SUCH_KEY
+    index = parse_int(argv[2])
     if index < 0:
         index += len(lst)
     if not 0 <= index < len(lst):

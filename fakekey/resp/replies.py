@@ -43,6 +43,12 @@ class Push(list):
     __slots__ = ()
 
 
+class Multi(list):
+    """Several top-level replies from one command (SUBSCRIBE a b confirms each channel)."""
+
+    __slots__ = ()
+
+
 class Verbatim(bytes):
     """A verbatim string (`=` with a `txt` format) in RESP3, a bulk string in RESP2."""
 

@@ -81,6 +81,9 @@ def test_lindex_lset(r, proto):
     assert r.call("LRANGE", "l", "0", "-1") == bulks(b"a", b"y", b"z")
     assert r.call("LSET", "l", "3", "q") == ("-", b"ERR index out of range")
     assert r.call("LSET", "nolist", "0", "q") == ("-", b"ERR no such key")
+    # the key is looked up before the index is parsed
+    assert r.call("LSET", "nolist", "x", "q") == ("-", b"ERR no such key")
+    assert r.call("LINDEX", "nolist", "x") == null(proto)
 
 
 def test_linsert(r2):
