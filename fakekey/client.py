@@ -60,6 +60,8 @@ class Client:
         # blocking: the pending requests that arrived while blocked, and the wait itself
         self.blocked: Any = None
         self.pending: deque[list[bytes]] = deque()
+        # pub/sub messages to this client while its own command runs go after its reply
+        self.deferred_pushes: list[list[Any]] = []
 
     @property
     def last_command(self) -> str:
@@ -97,6 +99,9 @@ class Client:
     def push(self, items: list[Any]) -> None:
         """A pub/sub message: a push frame in RESP3, an array in RESP2. A subscriber whose
         unread output passes the pubsub hard limit is disconnected, as Valkey does."""
+        if self.state.current_client is self:
+            self.deferred_pushes.append(items)  # after the reply of the running command
+            return
         self.send(Push(items))
         connection = self.connection
         if connection is not None and connection.output_backlog() > self.state.pubsub_hard_limit():

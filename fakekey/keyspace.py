@@ -52,8 +52,12 @@ class Database:
         """The live value of `key` or None; an expired key is deleted on the way."""
         value = self.data.get(key)
         if value is None:
+            if self.state.notify_flags:
+                self.state.notify_miss(self, key)
             return None
         if self.expires and key in self.expires and self._expire_if_due(key):
+            if self.state.notify_flags:
+                self.state.notify_miss(self, key)
             return None
         state = self.state
         if state.touch_keys:
@@ -74,9 +78,12 @@ class Database:
         raise WRONGTYPE
 
     def exists(self, key: bytes) -> bool:
-        if key not in self.data:
-            return False
-        return not (self.expires and key in self.expires and self._expire_if_due(key))
+        found = key in self.data and not (
+            self.expires and key in self.expires and self._expire_if_due(key)
+        )
+        if not found and self.state.notify_flags:
+            self.state.notify_miss(self, key)
+        return found
 
     def ttl_ms(self, key: bytes) -> int | None:
         return self.expires.get(key)
@@ -93,6 +100,8 @@ class Database:
         klass: str = "g",
     ) -> None:
         """Store `value` at `key` (new or replacing), clearing its TTL unless kept."""
+        if self.state.notify_flags and key not in self.data:
+            self.state.notify(self, "n", "new", key)
         self.data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
@@ -100,16 +109,23 @@ class Database:
         self.written(key, event, klass)
 
     def written(self, key: bytes, event: str | None = None, klass: str = "g") -> None:
-        """After any change to `key`'s value: WATCH, readiness, notification, empties."""
+        """After any change to `key`'s value: WATCH, readiness, notification, empties.
+
+        An emptied container is deleted, and announced as `del` after the command's own
+        event, as Valkey does."""
         value = self.data.get(key)
-        if value is not None and not isinstance(value, STRING_TYPES) and not value:
+        emptied = value is not None and not isinstance(value, STRING_TYPES) and not value
+        if emptied:
             self._remove(key)  # an emptied container does not exist
         if self.watched:
             self._touch_watchers(key)
         if self.waiting and key in self.waiting and key in self.data:
             self.state.blocking.signal(self, key)
-        if event is not None and self.state.notify_flags:
-            self.state.notify(self, klass, event, key)
+        if self.state.notify_flags:
+            if event is not None:
+                self.state.notify(self, klass, event, key)
+            if emptied:
+                self.state.notify(self, "g", "del", key)
 
     def delete(self, key: bytes, event: str | None = "del") -> bool:
         if key not in self.data:

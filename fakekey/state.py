@@ -57,6 +57,7 @@ class ServerState:
         self.config.listeners.append(self._config_changed)
         self.blocking = Blocking(self)
         self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
+        self.current_client: Client | None = None  # whose command is running now
         self.run_id = os.urandom(20).hex()
         self.replid = os.urandom(20).hex()  # INFO replication's master_replid
         self.active_expire = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cron's expiry off
@@ -177,7 +178,9 @@ class ServerState:
         """Run a command that passed every check, with its own clock snapshot; blocked
         clients whose keys it made ready are served after it ends."""
         self.tick()
+        self.current_client = client
         reply = self.run_command(client, cmd, argv)
+        self.current_client = None
         if self.blocking.ready:
             self.blocking.serve()
         return reply
@@ -213,6 +216,12 @@ class ServerState:
         return err
 
     # --- notifications (keyspace events are emitted by the write funnel) -------------
+
+    def notify_miss(self, db: Database, key: bytes) -> None:
+        """A read found no key: `keymiss` (class m), for read-only commands' lookups."""
+        cmd = self.current_client.cmd if self.current_client is not None else None
+        if "m" in self.notify_flags and cmd is not None and "readonly" in cmd.flags:
+            self.pubsub.notify(db, "m", "keymiss", key)
 
     def notify(self, db: Database, klass: str, event: str, key: bytes) -> None:
         """A keyspace notification (callers check `notify_flags` first: it is cheap)."""

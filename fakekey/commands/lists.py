@@ -73,17 +73,13 @@ def move(c: Client, src: bytes, dst: bytes, from_left: bool, to_left: bool) -> b
     value = source.popleft() if from_left else source.pop()
     pop_event = "lpop" if from_left else "rpop"
     push_event = "lpush" if to_left else "rpush"
-    if target is source:  # a rotation: the list is never empty in between
-        (source.appendleft if to_left else source.append)(value)
-        db.written(src, pop_event, "l")
-        db.written(dst, push_event, "l")
-        return value
-    db.written(src, pop_event, "l")
+    # Valkey announces the push to the destination before the pop from the source
     if target is None:
         db.set_value(dst, ListValue([value]), event=push_event, klass="l")
     else:
         (target.appendleft if to_left else target.append)(value)
         db.written(dst, push_event, "l")
+    db.written(src, pop_event, "l")
     return value
 
 
