@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fakekey.glob import compile_glob
-from fakekey.resp.replies import Push
 
 if TYPE_CHECKING:
     from fakekey.client import Client
