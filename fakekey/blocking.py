@@ -20,7 +20,7 @@ import itertools
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from fakekey.resp.replies import NO_REPLY, ReplyError
+from fakekey.resp.replies import NO_REPLY, NULL_ARRAY, ReplyError
 
 if TYPE_CHECKING:
     from fakekey.client import Client
@@ -98,6 +98,14 @@ class Blocking:
             self._arm_timer()
         return NO_REPLY
 
+    def wait_or_deny(self, client: Client, keys: list[bytes], deadline: int, argv: list[bytes],
+                     denied_reply: Any, kinds: tuple[str, ...]) -> Any:
+        """A blocking command found nothing to serve: park the client (a timeout answers a
+        null array), or inside EXEC or a script answer `denied_reply` at once."""
+        if self.state.deny_blocking:
+            return denied_reply
+        return self.block(client, keys, deadline, client.cmd, argv, NULL_ARRAY, kinds)
+
     def _detach(self, waiter: Waiter) -> None:
         """Remove a waiter from every key queue it is on."""
         if not waiter.active:
@@ -133,7 +141,7 @@ class Blocking:
 
     def serve(self) -> None:
         """Serve the waiters of every ready key, in signal order, FIFO per key."""
-        if self._serving:
+        if self._serving or self.state.busy_script is not None:  # after the busy script
             return
         self._serving = True
         try:
@@ -153,7 +161,7 @@ class Blocking:
                 continue
             value = db.data.get(key)
             if value is None and not waiter.wake_on_delete:
-                break
+                continue  # a later waiter (XREADGROUP) may still want the deletion
             if value is not None and self._type_of(value) not in waiter.kinds and not waiter.wake_on_delete:
                 continue
             self._rerun(waiter)
@@ -203,6 +211,8 @@ class Blocking:
 
     def expire_timeouts(self) -> None:
         """Time out every waiter whose deadline has passed on the server clock."""
+        if self.state.busy_script is not None:  # Valkey times nobody out during a busy script
+            return
         now = self.state.clock.now_ms()
         heap = self._deadlines
         while heap and heap[0][0] <= now:

@@ -97,12 +97,7 @@ def normalize_range(start: int, end: int, size: int) -> tuple[int, int] | None:
 
 
 def block_or_timeout(c: Client, keys: list[bytes], deadline: int, argv: list[bytes], denied_reply: Any) -> Any:
-    """Nothing to serve now: park the client (a timeout answers a null array), or inside
-    EXEC/scripts answer `denied_reply` at once."""
-    state = c.state
-    if state.deny_blocking:
-        return denied_reply
-    return state.blocking.block(c, keys, deadline, c.cmd, argv, NULL_ARRAY, ("list",))
+    return c.state.blocking.wait_or_deny(c, keys, deadline, argv, denied_reply, ("list",))
 
 
 # --- pushes ------------------------------------------------------------------------------

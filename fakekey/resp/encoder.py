@@ -14,6 +14,7 @@ from typing import Any
 from fakekey.resp.replies import (
     NULL_ARRAY,
     BigNumber,
+    Multi,
     Push,
     Raw,
     ReplyError,
@@ -27,38 +28,56 @@ CRLF = b"\r\n"
 _SMALL_INTS = {i: b":%d\r\n" % i for i in range(-1, 1024)}
 
 
+# Valkey's d2string prints an integral double with |d| <= LLONG_MAX/2 (2**62 as a double)
+# as an integer; anything else goes through fpconv_dtoa.
+_LL_HALF = 4611686018427387904.0
+
+
 def format_double(value: float) -> bytes:
-    """Valkey's shortest round-trip text for a double (fixed below 1e21, as fpconv does)."""
+    """Valkey's text for a double (d2string): integers as integers, else fpconv's layout."""
     if value != value:
         return b"nan"
     if math.isinf(value):
         return b"inf" if value > 0 else b"-inf"
     if value == 0:
         return b"0" if math.copysign(1.0, value) > 0 else b"-0"
-    if value.is_integer() and abs(value) < 1e17:
+    if -_LL_HALF <= value <= _LL_HALF and value.is_integer():
         return b"%d" % int(value)
+    return _fpconv_dtoa(value).encode()
+
+
+def _fpconv_dtoa(value: float) -> str:
+    """fpconv's emit rules over the shortest round-trip digits (value = DIGITS * 10**k).
+
+    Plain integer digits when k >= 0 and the exponent is below ndigits + 7; a plain decimal
+    when k < 0 and (k > -7 or the exponent is below 4); scientific (`1.5e+20`, `1e-7`)
+    otherwise. fpconv's Grisu2 very rarely picks a longer digit string than the shortest
+    one Python gives; those few values differ in their last digits.
+    """
     text = repr(value)
     sign = ""
     if text[0] == "-":
         sign, text = "-", text[1:]
     mantissa, _, exp = text.partition("e")
     int_part, _, frac = mantissa.partition(".")
+    if frac == "0":
+        frac = ""
     digits = (int_part + frac).lstrip("0")
-    # decimal point position relative to the digits (value = 0.DIGITS * 10**point)
-    point = len(int_part) + (int(exp) if exp else 0)
-    if int_part == "0":
-        point -= len(frac) - len(frac.lstrip("0"))
-    digits = digits.rstrip("0") or "0"
-    if len(digits) <= point <= 21:
-        out = digits + "0" * (point - len(digits))
-    elif 0 < point <= 21:
-        out = digits[:point] + "." + digits[point:]
-    elif -6 < point <= 0:
-        out = "0." + "0" * (-point) + digits
-    else:
-        e = point - 1
-        out = digits[0] + ("." + digits[1:] if len(digits) > 1 else "") + ("e+%d" % e if e > 0 else "e%d" % e)
-    return (sign + out).encode()
+    k = (int(exp) if exp else 0) - len(frac)
+    trimmed = digits.rstrip("0")
+    k += len(digits) - len(trimmed)
+    digits = trimmed
+    ndigits = len(digits)
+    sci_exp = k + ndigits - 1
+    if k >= 0 and abs(sci_exp) < ndigits + 7:
+        return sign + digits + "0" * k
+    if k < 0 and (k > -7 or abs(sci_exp) < 4):
+        point = ndigits + k
+        if point <= 0:
+            return sign + "0." + "0" * -point + digits
+        return sign + digits[:point] + "." + digits[point:]
+    head = digits[0] + ("." + digits[1:] if ndigits > 1 else "")
+    return "%s%se%s%d" % (sign, head, "-" if sci_exp < 0 else "+", abs(sci_exp))
 
 
 def _bulk(v: bytes) -> bytes:
@@ -99,6 +118,7 @@ class Encoder:
             ReplyError: _error,
             Raw: _raw,
             _NullArray: self._null_array,
+            Multi: lambda v: b"".join([self.encode(i) for i in v]),
         }
         if resp3:
             table.update(

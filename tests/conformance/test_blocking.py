@@ -244,3 +244,47 @@ def test_frozen_clock_advance_times_out_at_once(r, other, proto):
     other.call("FAKEKEY.CLOCK", "ADVANCE", "1")
     assert r.read() == null_array(proto)
     assert time.monotonic() - start < 0.2
+
+
+def score(proto, text):
+    return ("$", text) if proto == 2 else (",", text)
+
+
+def test_bzpop_answers_at_once_and_on_timeout(r, proto):
+    r.call("ZADD", "z", "1", "a", "2", "b")
+    assert r.call("BZPOPMIN", "z", "0") == ("*", [("$", b"z"), ("$", b"a"), score(proto, b"1")])
+    assert r.call("BZPOPMAX", "nz", "z", "0") == ("*", [("$", b"z"), ("$", b"b"), score(proto, b"2")])
+    assert r.call("BZPOPMIN", "nz", "0.01") == null_array(proto)
+    assert r.call("BZMPOP", "0.01", "1", "nz", "MIN") == null_array(proto)
+    r.call("ZADD", "z", "3", "c", "4", "d")
+    assert r.call("BZMPOP", "0", "1", "z", "MAX", "COUNT", "5") == ("*", [("$", b"z"), ("*", [
+        ("*", [("$", b"d"), score(proto, b"4")]), ("*", [("$", b"c"), score(proto, b"3")])])])
+    r.call("SET", "s", "v")
+    assert r.call("BZPOPMIN", "s", "0")[0] == "-"
+    assert r.call("BZPOPMIN", "s", "x") == ("-", b"ERR timeout is not a float or out of range")
+    assert r.call("BZMPOP", "0", "0", "z", "MIN") == ("-", b"ERR numkeys should be greater than 0")
+    replies = r.pipeline(("MULTI",), ("BZPOPMIN", "nz", "0"), ("BZMPOP", "0", "1", "nz", "MIN"), ("EXEC",))
+    assert replies[-1] == ("*", [null_array(proto), null_array(proto)])
+
+
+def test_bzpopmin_woken_by_zadd(r, other, proto):
+    r.send("BZPOPMIN", "z1", "z2", "2")
+    wait_blocked(other)
+    other.call("ZADD", "z2", "5", "m", "3", "n")
+    assert r.read() == ("*", [("$", b"z2"), ("$", b"n"), score(proto, b"3")])
+    r.send("BZMPOP", "2", "1", "z2", "MAX")
+    assert r.read() == ("*", [("$", b"z2"), ("*", [("*", [("$", b"m"), score(proto, b"5")])])])
+    r.send("BZMPOP", "2", "1", "z2", "MAX")
+    wait_blocked(other)
+    other.call("ZADD", "z2", "7", "q")
+    assert r.read() == ("*", [("$", b"z2"), ("*", [("*", [("$", b"q"), score(proto, b"7")])])])
+
+
+def test_list_waiter_ignores_a_zset_on_its_key(r, other):
+    r.send("BLPOP", "k", "2")
+    wait_blocked(other)
+    other.call("ZADD", "k", "1", "a")
+    assert parked(r)
+    other.call("DEL", "k")
+    other.call("RPUSH", "k", "v")
+    assert r.read() == pair(b"k", b"v")
