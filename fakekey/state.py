@@ -13,6 +13,7 @@ from fakekey import VALKEY_VERSION, __version__
 from fakekey.blocking import Blocking
 from fakekey.clock import Clock
 from fakekey.commands import load_all
+from fakekey.commands.hashes import expire_hash_fields
 from fakekey.commands.args import wrong_args
 from fakekey.commands.registry import REGISTRY, Command
 from fakekey.config import Config, parse_obuf_limits
@@ -44,7 +45,7 @@ class ServerState:
         self.registry = REGISTRY
         self.dbs = [Database(self, i) for i in range(self.config["databases"])]
         self.clients: dict[int, Client] = {}
-        self._next_client_id = 0
+        self._next_client_id = 2  # ids 1 and 2 are the EVAL and FUNCTION engines' clients
         self.stats: Counter[str] = Counter()
         self.error_stats: Counter[str] = Counter()
         self.start_time = time.time()
@@ -57,6 +58,10 @@ class ServerState:
         self.config.listeners.append(self._config_changed)
         self.blocking = Blocking(self)
         self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
+        self.scripts: Any = None  # the EVAL engine (commands/scripting.py), made on first use
+        self.script_runner: Any = None  # runs scripts (lua_shim/bridge.py), made on first use
+        # a script past busy-reply-threshold: the server is BUSY until it ends (lua_shim/bridge.py)
+        self.busy_script: Any = None
         self.current_client: Client | None = None  # whose command is running now
         self.run_id = os.urandom(20).hex()
         self.replid = os.urandom(20).hex()  # INFO replication's master_replid
@@ -78,6 +83,9 @@ class ServerState:
         self.stats["total_connections_received"] += 1
 
     def remove_client(self, client: Client) -> None:
+        if self.busy_script is not None:  # the busy script owns the data until it ends
+            self.busy_script.after(self.remove_client, client)
+            return
         self.clients.pop(client.id, None)
         self.blocking.forget(client)
         self.unwatch_all(client)
@@ -123,14 +131,25 @@ class ServerState:
     def expire_all_due(self) -> int:
         """Delete every key whose deadline has passed (the clock moved)."""
         now = self.tick()
-        return sum(db.expire_due(now) for db in self.dbs)
+        removed = sum(db.expire_due(now) for db in self.dbs)
+        self._expire_fields(now)
+        return removed
+
+    def _expire_fields(self, now: int) -> None:
+        """Hash fields whose own deadline passed (after the keys' expiry, as Valkey)."""
+        for db in self.dbs:
+            expire_hash_fields(db, now)
 
     def active_expire_cycle(self) -> None:
+        if self.busy_script is not None:  # the busy script owns the data and the clock
+            return
         now = self.tick()
         for db in self.dbs if self.active_expire else ():
             if db.expires:
                 while db.expire_due(now, 20) > 5:
                     pass
+        if self.active_expire:
+            self._expire_fields(now)
         self.blocking.serve()
 
     # --- running commands --------------------------------------------------------------
@@ -170,9 +189,21 @@ class ServerState:
                     f"ERR Can't execute '{cmd.name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE"
                     " / PING / QUIT / RESET are allowed in this context"
                 ))
+        if self.busy_script is not None:
+            return self._call_while_busy(client, cmd, argv)
         if client.in_multi and cmd.name not in NOT_QUEUED:
             return self._queue(client, cmd, argv)
         return self.execute(client, cmd, argv)
+
+    def _call_while_busy(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
+        """A script past busy-reply-threshold owns the data and the clock: only commands
+        flagged allow_busy run, without a clock snapshot or serving blocked clients."""
+        refusal = self.busy_script.refuse(client, cmd, argv)
+        if refusal is not None:
+            return self._count_error(refusal)
+        if client.in_multi and cmd.name not in NOT_QUEUED:
+            return self._queue(client, cmd, argv)
+        return self.run_command(client, cmd, argv)
 
     def execute(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
         """Run a command that passed every check, with its own clock snapshot; blocked

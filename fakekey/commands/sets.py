@@ -51,12 +51,9 @@ def lookup_sets(c: Client, keys: list[bytes]) -> list[SetValue | None]:
 
 
 def removed_from(c: Client, key: bytes, event: str) -> None:
-    """After removing members: the funnel (which deletes an emptied set) and the event,
-    then `del` as Valkey notifies it when the set was emptied."""
-    db = c.db
-    db.written(key, event, "s")
-    if key not in db.data and c.state.notify_flags:
-        c.state.notify(db, "g", "del", key)
+    """After removing members: the funnel announces the event, deletes an emptied set and
+    announces its `del`."""
+    c.db.written(key, event, "s")
 
 
 def store(c: Client, dest: bytes, result: SetValue, event: str) -> int:

@@ -1,0 +1,169 @@
+"""The hash type: fields in Valkey's order, per-field expiry, and the encoding tracked as
+Valkey converts it.
+
+Encoding. A hash is created "listpack" and converts once, never back, to "hashtable"
+when a write makes it too big for the thresholds of that moment
+(`hash-max-listpack-entries` / `hash-max-listpack-value`) or gives any field a TTL
+(Valkey keeps field TTLs only in the hashtable encoding). Deleting fields or removing
+TTLs does not convert back.
+
+Order. A listpack hash iterates in insertion order: overwriting a field keeps its place,
+a field deleted and set again goes to the end. A dict behaves exactly so. Valkey's
+hashtable order is unspecified (it follows its hash function); here it simply stays
+insertion order.
+
+Field expiry. A field with a deadline (unix ms) is alive while `now <= deadline`, like a
+key. The commands layer purges due fields before every access (`expire_fields`), so no
+reply ever sees one; the server's active expiry calls the same method.
+
+Cursors. Every field carries an increasing sequence number (dict order = sequence
+order); HSCAN's cursor over a hashtable hash is a sequence number, so a full iteration
+returns every field present throughout it, whatever changes meanwhile.
+"""
+
+from __future__ import annotations
+
+import random
+import weakref
+from bisect import bisect_left
+from typing import Any, ClassVar
+
+LISTPACK = b"listpack"
+HASHTABLE = b"hashtable"
+
+
+class HashValue:
+    """A hash of byte-string fields to byte-string values."""
+
+    TYPE_NAME = "hash"
+    __slots__ = ("fields", "ttls", "hashtable", "_seq", "_next", "_scan_index", "__weakref__")
+    # Every hash that has (or had) a field TTL, so active expiry can skip the keyspace
+    # scan when there is none.
+    volatile: ClassVar[weakref.WeakSet[HashValue]] = weakref.WeakSet()
+
+    def __init__(self) -> None:
+        self.fields: dict[bytes, bytes] = {}  # field -> value, in iteration order
+        self.ttls: dict[bytes, int] = {}  # field -> deadline (unix ms), volatile fields only
+        self.hashtable = False  # the one-way listpack -> hashtable conversion happened
+        self._seq: dict[bytes, int] = {}  # field -> sequence number (cursor position)
+        self._next = 1  # cursor 0 means "start", so sequence numbers start at 1
+        self._scan_index: tuple[list[int], list[bytes]] | None = None
+
+    # --- reading ---------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __contains__(self, field: object) -> bool:
+        return field in self.fields
+
+    def get(self, field: bytes) -> bytes | None:
+        return self.fields.get(field)
+
+    def ttl_of(self, field: bytes) -> int | None:
+        """The field's deadline in unix ms, or None if it has none."""
+        return self.ttls.get(field)
+
+    def encoding(self, state: Any = None) -> bytes:
+        """What OBJECT ENCODING answers: the encoding this hash has reached."""
+        return HASHTABLE if self.hashtable else LISTPACK
+
+    def copy(self) -> HashValue:
+        """A deep copy with the same encoding, order and field TTLs (hashTypeDup)."""
+        twin = HashValue()
+        twin.fields = dict(self.fields)
+        twin.ttls = dict(self.ttls)
+        twin.hashtable = self.hashtable
+        twin._seq = dict(self._seq)
+        twin._next = self._next
+        if twin.ttls:
+            HashValue.volatile.add(twin)
+        return twin
+
+    def random_fields(self, count: int) -> list[bytes]:
+        """`count` distinct fields (count < len), in iteration order, as Valkey samples
+        a listpack (lpRandomPairsUnique)."""
+        order = list(self.fields)
+        picked = sorted(random.sample(range(len(order)), count))
+        return [order[i] for i in picked]
+
+    def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
+        """Up to `count` fields from `cursor` on, and the cursor to go on from (0: done)."""
+        if self._scan_index is None:
+            self._scan_index = (list(self._seq.values()), list(self._seq))
+        seqs, names = self._scan_index
+        start = bisect_left(seqs, cursor)
+        end = start + count
+        found = names[start:end]
+        return (seqs[end] if end < len(seqs) else 0), found
+
+    # --- writing ---------------------------------------------------------------------
+
+    def set(self, field: bytes, value: bytes, keep_ttl: bool = False) -> bool:
+        """Store a field; True if it is new. Its TTL goes unless `keep_ttl`."""
+        fields = self.fields
+        created = field not in fields
+        fields[field] = value
+        if created:
+            self._seq[field] = self._next
+            self._next += 1
+            self._scan_index = None
+        elif not keep_ttl and self.ttls:
+            self.ttls.pop(field, None)
+        return created
+
+    def delete(self, field: bytes) -> bool:
+        if self.fields.pop(field, None) is None:
+            return False
+        del self._seq[field]
+        self._scan_index = None
+        if self.ttls:
+            self.ttls.pop(field, None)
+        return True
+
+    def set_ttl(self, field: bytes, deadline: int) -> None:
+        """Give an existing field a deadline; a hash with TTLs is a hashtable."""
+        self.ttls[field] = deadline
+        self.hashtable = True
+        HashValue.volatile.add(self)
+
+    def persist(self, field: bytes) -> bool:
+        """Drop a field's TTL; False if it had none."""
+        return self.ttls.pop(field, None) is not None
+
+    def expire_fields(self, now: int) -> list[bytes]:
+        """Active/lazy expiry: delete the fields whose deadline has passed, return them."""
+        ttls = self.ttls
+        if not ttls:
+            return []
+        due = [f for f, deadline in ttls.items() if now > deadline]
+        for field in due:
+            self.delete(field)
+        return due
+
+    # --- encoding conversions ----------------------------------------------------------
+
+    def convert_for_write(self, args: list[bytes], max_entries: int, max_value: int) -> None:
+        """hashTypeTryConversion before HSET/HMSET/HSETNX: convert if the pairs in
+        `args` (duplicates counted) exceed the entry limit or any argument is too long."""
+        if self.hashtable:
+            return
+        if len(args) // 2 > max_entries or any(len(a) > max_value for a in args):
+            self.hashtable = True
+
+    def convert_after_set(self, field: bytes, value: bytes, max_entries: int,
+                          max_value: int) -> None:
+        """hashTypeSet's checks: a field or value too long, or too many fields."""
+        if not self.hashtable and (
+            len(field) > max_value or len(value) > max_value or len(self.fields) > max_entries
+        ):
+            self.hashtable = True
+
+    def settle_encoding(self, max_entries: int, max_value: int) -> None:
+        """For a hash built whole (RESTORE, loading): the encoding its content needs."""
+        if self.ttls:
+            HashValue.volatile.add(self)
+        if self.ttls or len(self.fields) > max_entries or any(
+            len(f) > max_value or len(v) > max_value for f, v in self.fields.items()
+        ):
+            self.hashtable = True
