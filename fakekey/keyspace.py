@@ -218,9 +218,13 @@ class Database:
 
     def flush(self) -> None:
         self.touch_all_watchers()
+        # waiters that care about deletion (XREADGROUP) are told, as for DEL
+        gone = [key for key in self.waiting if key in self.data] if self.waiting else []
         self.data.clear()
         self.expires.clear()
         self.access.clear()
+        for key in gone:
+            self.state.blocking.signal_deleted(self, key)
 
     def random_key(self) -> bytes | None:
         while self.data:

@@ -14,6 +14,7 @@ FAMILIES = (
     "sets",
     "zsets",
     "lists",
+    "streams",
     "transactions",
     "pubsub",
     "fakekey_cmds",

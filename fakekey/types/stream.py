@@ -1,0 +1,566 @@
+"""The stream type: entries kept as Valkey keeps them, in nodes, plus consumer groups.
+
+Entries. An id is `(ms, seq)`, two unsigned 64-bit parts, and tuples compare as Valkey
+compares ids. Entries live in nodes the way Valkey keeps them in the listpacks of its
+radix tree: a node starts with the entry that opened it (its *master* id and fields),
+holds later entries in id order, and a deleted entry stays in its node as a tombstone
+until the whole node goes. That is what makes the observable details match:
+
+- a new node opens when the tail node holds `stream-node-max-entries` entries (live and
+  deleted) or its listpack would reach `stream-node-max-bytes`; listpack sizes are
+  counted byte for byte as Valkey's listpack encodes them (`Node.nbytes`);
+- `~` trimming removes whole nodes only, so `MAXLEN ~ n` keeps what Valkey keeps;
+- exact trimming and XDEL leave tombstones behind (they count toward a node's fill, and
+  `max-deleted-entry-id`, lag and entries-read follow Valkey's rules around them);
+- XINFO STREAM's radix-tree-keys is the node count and radix-tree-nodes the node count
+  of the radix tree of their 16-byte big-endian master ids.
+
+An emptied stream still exists (Valkey keeps it): `__len__` is the entry count but the
+value is always truthy, so the keyspace funnel never deletes it.
+
+Groups. A group has its last delivered id, its entries-read counter (-1 when unknown),
+its pending entries list (PEL: id -> `Nack`) and its consumers; each consumer has its own
+PEL sharing the group's `Nack` objects. PELs and names iterate in Valkey's order (ids
+ascending, names byte-wise).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterator
+
+from fakekey.commands.args import try_int
+
+StreamID = tuple[int, int]
+Pairs = tuple[bytes, ...]  # field, value, field, value, ...
+
+U64_MAX = 2**64 - 1
+MIN_ID: StreamID = (0, 0)
+MAX_ID: StreamID = (U64_MAX, U64_MAX)
+INVALID_ENTRIES_READ = -1
+LISTPACK_MAX_SIZE = 1 << 30  # Valkey caps a node's listpack at 1 GiB whatever the config
+_LISTPACK_OVERHEAD = 7  # header (total bytes, element count) and the end byte
+
+
+def format_id(sid: StreamID) -> bytes:
+    return b"%d-%d" % sid
+
+
+def next_id(sid: StreamID) -> StreamID | None:
+    """The successor of `sid`, or None past the last possible id."""
+    ms, seq = sid
+    if seq < U64_MAX:
+        return (ms, seq + 1)
+    if ms < U64_MAX:
+        return (ms + 1, 0)
+    return None
+
+
+def previous_id(sid: StreamID) -> StreamID | None:
+    """The predecessor of `sid`, or None before 0-0."""
+    ms, seq = sid
+    if seq:
+        return (ms, seq - 1)
+    if ms:
+        return (ms - 1, U64_MAX)
+    return None
+
+
+# --- listpack sizes ------------------------------------------------------------------------
+
+
+def _int_size(value: int) -> int:
+    """Bytes of an integer element (encoding plus its one-byte back length)."""
+    if 0 <= value <= 127:
+        return 2
+    if -4096 <= value <= 4095:
+        return 3
+    if -32768 <= value <= 32767:
+        return 4
+    if -8388608 <= value <= 8388607:
+        return 5
+    if -(2**31) <= value < 2**31:
+        return 6
+    return 10
+
+
+def _backlen_size(encoded: int) -> int:
+    if encoded <= 127:
+        return 1
+    if encoded < 16383:
+        return 2
+    if encoded < 2097151:
+        return 3
+    if encoded < 268435455:
+        return 4
+    return 5
+
+
+def _element_size(data: bytes) -> int:
+    """Bytes of a string element; a canonical integer string is stored as an integer."""
+    number = try_int(data) if len(data) <= 20 else None
+    if number is not None:
+        return _int_size(number)
+    size = len(data)
+    encoded = size + (1 if size < 64 else 2 if size < 4096 else 5)
+    return encoded + _backlen_size(encoded)
+
+
+def _as_int64(delta: int) -> int:
+    """An unsigned 64-bit difference as the signed integer the listpack stores."""
+    delta &= U64_MAX
+    return delta - 2**64 if delta >= 2**63 else delta
+
+
+# --- entries and nodes ----------------------------------------------------------------------
+
+
+class Entry:
+    __slots__ = ("id", "pairs", "deleted", "size")
+
+    def __init__(self, sid: StreamID, pairs: Pairs, size: int) -> None:
+        self.id = sid
+        self.pairs = pairs
+        self.deleted = False
+        self.size = size  # bytes this entry takes in its node's listpack
+
+
+class Node:
+    """One listpack of the radix tree: the entries from `master` on, tombstones included."""
+
+    __slots__ = ("master", "fields", "entries", "ids", "live", "deleted", "body")
+
+    def __init__(self, master: StreamID, fields: tuple[bytes, ...]) -> None:
+        self.master = master
+        self.fields = fields  # the master entry's field names
+        self.entries: list[Entry] = []
+        self.ids: list[StreamID] = []  # entry ids, for bisection
+        self.live = 0
+        self.deleted = 0
+        # master entry's field count, field names and zero terminator, then every entry
+        self.body = _int_size(len(fields)) + sum(map(_element_size, fields)) + _int_size(0)
+
+    def nbytes(self) -> int:
+        """lpBytes: what Valkey measures against stream-node-max-bytes."""
+        return _LISTPACK_OVERHEAD + _int_size(self.live) + _int_size(self.deleted) + self.body
+
+    def entry_size(self, sid: StreamID, pairs: Pairs, same_fields: bool) -> int:
+        numfields = len(pairs) // 2
+        size = 2 + _int_size(_as_int64(sid[0] - self.master[0]))  # flags, ms delta
+        size += _int_size(_as_int64(sid[1] - self.master[1]))  # seq delta
+        size += sum(map(_element_size, pairs[1::2]))
+        pieces = numfields + 3
+        if not same_fields:
+            size += _int_size(numfields) + sum(map(_element_size, pairs[0::2]))
+            pieces += numfields + 1
+        return size + _int_size(pieces)
+
+    def add(self, sid: StreamID, pairs: Pairs) -> None:
+        same = tuple(pairs[0::2]) == self.fields
+        entry = Entry(sid, pairs, self.entry_size(sid, pairs, same))
+        self.entries.append(entry)
+        self.ids.append(sid)
+        self.live += 1
+        self.body += entry.size
+
+    def copy(self) -> Node:
+        twin = Node.__new__(Node)
+        twin.master, twin.fields, twin.body = self.master, self.fields, self.body
+        twin.live, twin.deleted = self.live, self.deleted
+        twin.ids = list(self.ids)
+        twin.entries = []
+        for entry in self.entries:
+            clone = Entry(entry.id, entry.pairs, entry.size)
+            clone.deleted = entry.deleted
+            twin.entries.append(clone)
+        return twin
+
+
+# --- pending entries lists, consumers, groups ------------------------------------------------
+
+
+class Nack:
+    """A delivered, not yet acknowledged entry: when, how often, to whom."""
+
+    __slots__ = ("delivery_time", "delivery_count", "consumer")
+
+    def __init__(self, now: int, consumer: Consumer | None) -> None:
+        self.delivery_time = now
+        self.delivery_count = 1
+        self.consumer = consumer
+
+
+class Pel:
+    """Pending entries by id, iterable in id order."""
+
+    __slots__ = ("ids", "nacks")
+
+    def __init__(self) -> None:
+        self.ids: list[StreamID] = []
+        self.nacks: dict[StreamID, Nack] = {}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, sid: object) -> bool:
+        return sid in self.nacks
+
+    def get(self, sid: StreamID) -> Nack | None:
+        return self.nacks.get(sid)
+
+    def add(self, sid: StreamID, nack: Nack) -> None:
+        if sid in self.nacks:
+            self.nacks[sid] = nack
+            return
+        self.nacks[sid] = nack
+        if not self.ids or sid > self.ids[-1]:
+            self.ids.append(sid)
+        else:
+            insort(self.ids, sid)
+
+    def remove(self, sid: StreamID) -> Nack | None:
+        nack = self.nacks.pop(sid, None)
+        if nack is not None:
+            del self.ids[bisect_left(self.ids, sid)]
+        return nack
+
+    def position(self, sid: StreamID) -> int:
+        """Index of the first pending id >= sid."""
+        return bisect_left(self.ids, sid)
+
+    def items(self, start: StreamID = MIN_ID) -> Iterator[tuple[StreamID, Nack]]:
+        """(id, nack) from `start` on; the PEL must not change meanwhile."""
+        ids, nacks = self.ids, self.nacks
+        for pos in range(self.position(start), len(ids)):
+            sid = ids[pos]
+            yield sid, nacks[sid]
+
+
+class Consumer:
+    __slots__ = ("name", "pel", "seen_time", "active_time")
+
+    def __init__(self, name: bytes, now: int) -> None:
+        self.name = name
+        self.pel = Pel()
+        self.seen_time = now  # last attempted interaction (read, claim)
+        self.active_time = -1  # last successful interaction; -1 = never
+
+
+class Group:
+    __slots__ = ("last_id", "entries_read", "pel", "consumers")
+
+    def __init__(self, last_id: StreamID, entries_read: int) -> None:
+        self.last_id = last_id
+        self.entries_read = entries_read
+        self.pel = Pel()
+        self.consumers: dict[bytes, Consumer] = {}
+
+    def sorted_consumers(self) -> list[Consumer]:
+        return [self.consumers[name] for name in sorted(self.consumers)]
+
+    def ack(self, sid: StreamID) -> bool:
+        nack = self.pel.remove(sid)
+        if nack is None:
+            return False
+        if nack.consumer is not None:
+            nack.consumer.pel.remove(sid)
+        return True
+
+    def assign(self, sid: StreamID, nack: Nack, consumer: Consumer) -> None:
+        """Move a pending entry to `consumer`'s PEL (from its previous owner's, if any)."""
+        if nack.consumer is not consumer:
+            if nack.consumer is not None:
+                nack.consumer.pel.remove(sid)
+            consumer.pel.add(sid, nack)
+            nack.consumer = consumer
+
+    def delete_consumer(self, consumer: Consumer) -> int:
+        """Drop a consumer and its pending entries; the count it still had pending."""
+        pending = len(consumer.pel)
+        for sid in consumer.pel.ids:
+            self.pel.remove(sid)
+        del self.consumers[consumer.name]
+        return pending
+
+    def copy(self) -> Group:
+        twin = Group(self.last_id, self.entries_read)
+        owners: dict[int, Consumer] = {}
+        for name, consumer in self.consumers.items():
+            clone = Consumer(name, consumer.seen_time)
+            clone.active_time = consumer.active_time
+            twin.consumers[name] = clone
+            owners[id(consumer)] = clone
+        for sid, nack in self.pel.items():
+            owner = owners.get(id(nack.consumer)) if nack.consumer is not None else None
+            clone_nack = Nack(nack.delivery_time, owner)
+            clone_nack.delivery_count = nack.delivery_count
+            twin.pel.add(sid, clone_nack)
+            if owner is not None:
+                owner.pel.add(sid, clone_nack)
+        return twin
+
+
+# --- the stream ------------------------------------------------------------------------------
+
+
+class StreamValue:
+    """A stream: its nodes of entries, the counters Valkey keeps, and its groups."""
+
+    TYPE_NAME = "stream"
+    __slots__ = ("nodes", "masters", "length", "first_id", "last_id", "max_deleted",
+                 "entries_added", "groups")
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.masters: list[StreamID] = []  # each node's master id, for bisection
+        self.length = 0
+        self.first_id: StreamID = MIN_ID  # recorded first entry id (0-0 when empty)
+        self.last_id: StreamID = MIN_ID  # last generated id
+        self.max_deleted: StreamID = MIN_ID  # greatest id ever XDELed
+        self.entries_added = 0
+        self.groups: dict[bytes, Group] = {}
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __bool__(self) -> bool:
+        return True  # an emptied stream is not deleted
+
+    def encoding(self, state: object = None) -> bytes:
+        return b"stream"
+
+    def copy(self) -> StreamValue:
+        twin = StreamValue()
+        twin.nodes = [node.copy() for node in self.nodes]
+        twin.masters = list(self.masters)
+        twin.length, twin.entries_added = self.length, self.entries_added
+        twin.first_id, twin.last_id, twin.max_deleted = self.first_id, self.last_id, self.max_deleted
+        twin.groups = {name: group.copy() for name, group in self.groups.items()}
+        return twin
+
+    # --- adding -------------------------------------------------------------------------
+
+    def append(self, sid: StreamID, pairs: Pairs, max_bytes: int, max_entries: int) -> None:
+        """Add an entry whose id is already known to be greater than `last_id`."""
+        tail = self.nodes[-1] if self.nodes else None
+        if tail is not None and self._tail_is_full(tail, pairs, max_bytes, max_entries):
+            tail = None
+        if tail is None:
+            tail = Node(sid, tuple(pairs[0::2]))
+            self.nodes.append(tail)
+            self.masters.append(sid)
+        tail.add(sid, pairs)
+        self.length += 1
+        self.entries_added += 1
+        self.last_id = sid
+        if self.length == 1:
+            self.first_id = sid
+
+    @staticmethod
+    def _tail_is_full(tail: Node, pairs: Pairs, max_bytes: int, max_entries: int) -> bool:
+        if max_bytes <= 0 or max_bytes > LISTPACK_MAX_SIZE:
+            max_bytes = LISTPACK_MAX_SIZE
+        if tail.nbytes() + sum(map(len, pairs)) >= max_bytes:
+            return True
+        return bool(max_entries) and tail.live + tail.deleted >= max_entries
+
+    # --- reading ------------------------------------------------------------------------
+
+    def range(self, start: StreamID, end: StreamID, rev: bool = False) -> Iterator[tuple[StreamID, Pairs]]:
+        """Live entries with start <= id <= end, ascending (or descending with `rev`)."""
+        if start > end or not self.nodes:
+            return
+        yield from (self._backward(start, end) if rev else self._forward(start, end))
+
+    def _forward(self, start: StreamID, end: StreamID) -> Iterator[tuple[StreamID, Pairs]]:
+        nodes = self.nodes
+        for index in range(max(bisect_right(self.masters, start) - 1, 0), len(nodes)):
+            node = nodes[index]
+            entries = node.entries
+            for pos in range(bisect_left(node.ids, start), len(entries)):
+                entry = entries[pos]
+                if entry.id > end:
+                    return
+                if not entry.deleted:
+                    yield entry.id, entry.pairs
+
+    def _backward(self, start: StreamID, end: StreamID) -> Iterator[tuple[StreamID, Pairs]]:
+        nodes = self.nodes
+        for index in range(bisect_right(self.masters, end) - 1, -1, -1):
+            node = nodes[index]
+            entries = node.entries
+            for pos in range(bisect_right(node.ids, end) - 1, -1, -1):
+                entry = entries[pos]
+                if entry.id < start:
+                    return
+                if not entry.deleted:
+                    yield entry.id, entry.pairs
+
+    def get(self, sid: StreamID) -> Pairs | None:
+        """The fields of the live entry `sid`, or None."""
+        found = self._locate(sid)
+        return None if found is None else found[1].entries[found[2]].pairs
+
+    def _locate(self, sid: StreamID) -> tuple[int, Node, int] | None:
+        index = bisect_right(self.masters, sid) - 1
+        if index < 0:
+            return None
+        node = self.nodes[index]
+        pos = bisect_left(node.ids, sid)
+        if pos == len(node.ids) or node.ids[pos] != sid or node.entries[pos].deleted:
+            return None
+        return index, node, pos
+
+    def first_valid_id(self) -> StreamID | None:
+        return next((sid for sid, _ in self.range(MIN_ID, MAX_ID)), None)
+
+    def last_valid_id(self) -> StreamID | None:
+        return next((sid for sid, _ in self.range(MIN_ID, MAX_ID, rev=True)), None)
+
+    # --- deleting -----------------------------------------------------------------------
+
+    def delete(self, sid: StreamID) -> bool:
+        """XDEL one id: it becomes a tombstone; a node left without live entries goes."""
+        found = self._locate(sid)
+        if found is None:
+            return False
+        index, node, pos = found
+        if node.live == 1:
+            del self.nodes[index]
+            del self.masters[index]
+        else:
+            node.entries[pos].deleted = True
+            node.live -= 1
+            node.deleted += 1
+        self.length -= 1
+        return True
+
+    def delete_ids(self, ids: list[StreamID]) -> int:
+        """XDEL: delete each id, keeping the recorded first id and max deleted id."""
+        deleted = 0
+        first_gone = False
+        for sid in ids:
+            if self.delete(sid):
+                first_gone = first_gone or sid == self.first_id
+                self.max_deleted = max(self.max_deleted, sid)
+                deleted += 1
+        if deleted:
+            if not self.length:
+                self.first_id = MIN_ID
+            elif first_gone:
+                self.first_id = self.first_valid_id() or MAX_ID
+        return deleted
+
+    def trim(self, maxlen: int | None, minid: StreamID | None, approx: bool, limit: int) -> int:
+        """XADD/XTRIM trimming, node by node from the head (streamTrim). By MAXLEN when
+        `maxlen` is given, else by MINID. `approx` removes whole nodes only; `limit`
+        (0 = none) caps the entries removed. Returns how many entries went."""
+        deleted = 0
+        while self.nodes:
+            if maxlen is not None and self.length <= maxlen:
+                break
+            node = self.nodes[0]
+            if limit and deleted + node.live > limit:
+                break
+            if maxlen is not None:
+                whole = self.length - node.live >= maxlen
+            else:
+                whole = node.ids[-1] < minid  # the last entry, tombstone or not
+            if whole:
+                del self.nodes[0]
+                del self.masters[0]
+                self.length -= node.live
+                deleted += node.live
+                continue
+            if not approx:
+                deleted += self._trim_inside(node, maxlen, minid)
+            break
+        if not self.length:
+            self.first_id = MIN_ID
+        elif deleted:
+            self.first_id = self.first_valid_id() or MAX_ID
+        return deleted
+
+    def _trim_inside(self, node: Node, maxlen: int | None, minid: StreamID | None) -> int:
+        """Exact trimming within the head node: entries become tombstones."""
+        removed = 0
+        for entry in node.entries:
+            if maxlen is not None and self.length <= maxlen:
+                break
+            if minid is not None and entry.id >= minid:
+                break
+            if not entry.deleted:
+                entry.deleted = True
+                removed += 1
+                self.length -= 1
+        node.live -= removed
+        node.deleted += removed
+        return removed
+
+    # --- consumer-group arithmetic (lag, entries-read) ----------------------------------
+
+    def range_has_tombstones(self, start: StreamID | None) -> bool:
+        """Whether an entry at or after `start` was ever deleted."""
+        if not self.length or self.max_deleted == MIN_ID:
+            return False
+        return (start or MIN_ID) <= self.max_deleted
+
+    def distance_from_first(self, sid: StreamID) -> int:
+        """The logical read counter of `sid` (entries added up to it), or -1 if unknowable."""
+        if not self.entries_added:
+            return 0
+        if not self.length and sid <= self.last_id:
+            return self.entries_added
+        if sid != MIN_ID and sid < self.max_deleted:
+            return INVALID_ENTRIES_READ
+        if sid == self.last_id:
+            return self.entries_added
+        if sid > self.last_id:
+            return INVALID_ENTRIES_READ
+        if self.max_deleted == MIN_ID or self.max_deleted < self.first_id:
+            if sid < self.first_id:
+                return self.entries_added - self.length
+            if sid == self.first_id:
+                return self.entries_added - self.length + 1
+        return INVALID_ENTRIES_READ
+
+    def lag(self, group: Group) -> int | None:
+        """Entries not yet delivered to the group, or None when it cannot be known."""
+        if not self.entries_added:
+            return 0
+        if group.entries_read != INVALID_ENTRIES_READ and not self.range_has_tombstones(group.last_id):
+            return self.entries_added - group.entries_read
+        read = self.distance_from_first(group.last_id)
+        return None if read == INVALID_ENTRIES_READ else self.entries_added - read
+
+    def advance_group(self, group: Group, sid: StreamID) -> None:
+        """A group delivers `sid` past its last id: move it and its read counter, counted
+        on while nothing before it was trimmed or deleted since, re-estimated otherwise."""
+        counting = group.entries_read != INVALID_ENTRIES_READ and group.last_id >= self.first_id
+        if counting and not self.range_has_tombstones(group.last_id):
+            group.entries_read += 1
+        elif self.entries_added:
+            group.entries_read = self.distance_from_first(sid)
+        group.last_id = sid
+
+    # --- introspection ----------------------------------------------------------------------
+
+    def radix_tree_nodes(self) -> int:
+        """Nodes of the radix tree keyed by the masters' 16-byte big-endian ids."""
+        keys = [ms.to_bytes(8, "big") + seq.to_bytes(8, "big") for ms, seq in self.masters]
+        return radix_node_count(keys)
+
+
+def radix_node_count(keys: list[bytes]) -> int:
+    """Nodes of a compact radix tree (Valkey's rax) holding sorted, equal-length keys: the
+    root, every branching point, every child of one, and every key."""
+    prefixes = {b""}
+    prefixes.update(keys)
+    for left, right in zip(keys, keys[1:], strict=False):
+        common = 0
+        while left[common] == right[common]:
+            common += 1
+        prefixes.add(left[:common])
+        prefixes.add(left[: common + 1])
+        prefixes.add(right[: common + 1])
+    return len(prefixes)
