@@ -17,6 +17,8 @@ LLONG_MIN = -(2**63)
 LLONG_MAX = 2**63 - 1
 POSITIVE = ReplyError("ERR value is out of range, must be positive")
 INDEX_RANGE = ReplyError("ERR index out of range")
+COUNT_NEGATIVE = ReplyError("ERR COUNT can't be negative")
+MAXLEN_NEGATIVE = ReplyError("ERR MAXLEN can't be negative")
 RW_INSERT = "RW insert"
 RW_ACCESS_DELETE = "RW access delete"
 
@@ -384,13 +386,13 @@ def lpos(c: Client, argv: list[bytes]) -> Any:
                     "9223372036854775807"
                 )
         elif opt == b"COUNT":
-            count = parse_int(argv[i + 1])
+            count = parse_int(argv[i + 1], COUNT_NEGATIVE)  # any bad value is "negative"
             if count < 0:
-                raise ReplyError("ERR COUNT can't be negative")
+                raise COUNT_NEGATIVE
         elif opt == b"MAXLEN":
-            maxlen = parse_int(argv[i + 1])
+            maxlen = parse_int(argv[i + 1], MAXLEN_NEGATIVE)
             if maxlen < 0:
-                raise ReplyError("ERR MAXLEN can't be negative")
+                raise MAXLEN_NEGATIVE
         else:
             raise SYNTAX
         i += 2

@@ -174,6 +174,9 @@ def test_lpos_errors(r2):
     assert r2.call("LPOS", "l", "a", "FOO", "1") == SYNTAX
     assert r2.call("LPOS", "l", "a", "RANK") == SYNTAX
     assert r2.call("LPOS", "l", "a", "RANK", "x") == NOT_INT
+    assert r2.call("LPOS", "l", "a", "COUNT", "x") == ("-", b"ERR COUNT can't be negative")
+    assert r2.call("LPOS", "l", "a", "MAXLEN", "x") == ("-", b"ERR MAXLEN can't be negative")
+    assert r2.call("LPOS", "l", "a", "MAXLEN", "99999999999999999999") == ("-", b"ERR MAXLEN can't be negative")
 
 
 def test_lmove_and_rpoplpush(r, proto):
