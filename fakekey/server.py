@@ -33,6 +33,8 @@ class Connection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.client: Client | None = None
         self.closing = False
+        self.out: list[bytes] | None = None  # the replies of the running batch
+        self._queued: tuple[int, int, Any] = (0, 0, None)  # see _queued_bytes
 
     # --- asyncio callbacks --------------------------------------------------------------
 
@@ -64,53 +66,71 @@ class Connection(asyncio.Protocol):
         if self.closing or client is None:
             return
         client.net_in += len(data)
-        requests, error = client.parser.feed(data)
-        limit = self.state.config["client-query-buffer-limit"]
-        if client.parser.buffered() > limit:
-            self.close()  # Valkey drops a client over its query buffer limit
+        parser = client.parser
+        parser.feed(data)
+        if parser.buffered() + self._queued_bytes(client) > self.state.config["client-query-buffer-limit"]:
+            # Valkey frees the client at once, without a reply (even while it is blocked)
+            self.state.stats["client_query_buffer_limit_disconnections"] += 1
+            self.close()
             return
-        if client.blocked is not None or client.pending:
-            client.pending.extend(requests)
-            if error is not None:
-                client.pending.append(error)  # type: ignore[arg-type]
-            return
-        self.run(requests, error)
+        if client.blocked is None:
+            self.run()
+
+    def _queued_bytes(self, client: Client) -> int:
+        """The arguments waiting in a MULTI queue count against the query buffer limit,
+        as in Valkey (argument bytes plus a pointer per argument). Summed incrementally:
+        `_queued` remembers (entries counted, their bytes, the last entry counted)."""
+        queue = client.multi_queue
+        if not queue:
+            return 0
+        counted, total, last = self._queued
+        if counted > len(queue) or (counted and queue[counted - 1] is not last):
+            counted, total = 0, 0  # a different queue since the last count
+        for _, argv in queue[counted:]:
+            total += sum(map(len, argv)) + 8 * len(argv)
+        self._queued = (len(queue), total, queue[-1])
+        return total
 
     # --- the request cycle -----------------------------------------------------------------
 
-    def run(self, requests: list[Any], error: ProtocolError | None = None) -> None:
-        """Execute requests in order, stopping if the client blocks; one write for all."""
+    def run(self) -> None:
+        """Parse and execute the buffered requests one at a time, as Valkey does, so a
+        request can change how the next is parsed (AUTH, CONFIG SET). Stops when the
+        client blocks (the rest stays unparsed until `resume`) or must close. Replies,
+        and anything sent to this client meanwhile (its own pub/sub messages), go out in
+        order in one write."""
         client = self.client
         assert client is not None
         state = self.state
-        call = state.call
+        parser = client.parser
+        config = state.config.values
         out: list[bytes] = []
-        encode = client.encoder.encode
-        for i, argv in enumerate(requests):
-            if isinstance(argv, ProtocolError):
-                error = argv
+        self.out = out
+        error: ProtocolError | None = None
+        while client.blocked is None and not (client.close_after_reply or client.killed):
+            # read before each request: the one before may have changed them (AUTH, CONFIG SET)
+            parser.authenticated = client.authenticated or not config["requirepass"]
+            parser.max_bulk = config["proto-max-bulk-len"]
+            try:
+                argv = parser.next_request()
+            except ProtocolError as err:
+                error = err
                 break
-            reply = call(client, argv)
+            if argv is None:
+                break
+            reply = state.call(client, argv)
             client.total_commands += 1
-            if client.encoder.encode != encode:  # HELLO switched the protocol mid-batch
-                encode = client.encoder.encode
             if reply is not NO_REPLY:
                 if client.reply_mode == "on":
-                    out.append(encode(reply))
+                    out.append(client.encoder.encode(reply))
                 elif client.reply_mode == "skip":
                     client.reply_mode = "on"
-            if client.close_after_reply or client.killed:
-                requests = []
-                break
-            if client.blocked is not None:
-                client.pending.extend(requests[i + 1 :])
-                if error is not None:
-                    client.pending.append(error)  # type: ignore[arg-type]
-                    error = None
-                break
+            if client.deferred_pushes:
+                self.flush_deferred_pushes(client)
+        self.out = None
         client.last_interaction_ms = state.now
         if error is not None:
-            out.append(b"-ERR Protocol error: " + str(error).encode() + b"\r\n")
+            out.append(b"-ERR Protocol error: " + error.message + b"\r\n")
             state.stats["total_error_replies"] += 1
             state.error_stats["ERR"] += 1
             client.close_after_reply = True
@@ -121,16 +141,25 @@ class Connection(asyncio.Protocol):
 
     def resume(self) -> None:
         """The client was unblocked: run what it sent meanwhile."""
-        client = self.client
-        if client is None or self.closing:
-            return
-        pending = list(client.pending)
-        client.pending.clear()
-        if pending:
-            self.run(pending)
+        if self.client is not None and not self.closing and self.client.blocked is None:
+            self.run()
+
+    def flush_deferred_pushes(self, client: Client) -> None:
+        """Messages the client's own command published to it, after that command's reply."""
+        pushes, client.deferred_pushes = client.deferred_pushes, []
+        for items in pushes:
+            client.push(items)
+
+    def output_backlog(self) -> int:
+        """Bytes written but not yet taken by the client's socket."""
+        if self.transport is None:
+            return 0
+        return self.transport.get_write_buffer_size()
 
     def write(self, data: bytes) -> None:
-        if self.transport is not None and not self.closing:
+        if self.out is not None:  # inside run(): keep the order with the replies
+            self.out.append(data)
+        elif self.transport is not None and not self.closing:
             if self.client is not None:
                 self.client.net_out += len(data)
             self.transport.write(data)

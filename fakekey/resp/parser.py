@@ -1,29 +1,44 @@
-"""Request parsing: bytes from a client -> argument vectors, incrementally.
+"""Request parsing: bytes from a client -> argument vectors, one request at a time.
 
-Mirrors Valkey's processMultibulkBuffer/processInlineBuffer: the same limits and the same
-`Protocol error: ...` texts. Complete requests are returned as lists of bytes; a partial
-request stays buffered until the rest arrives. A large bulk is not re-scanned on every read:
-the parser remembers how many bytes it needs before trying again.
+Follows Valkey 9.1's query-buffer parsing (networking.c), checked byte for byte against a
+real server: the same limits, the same `Protocol error: ...` texts, the same moments at
+which a partial request waits for more bytes instead of failing. Requests are taken one by
+one (`next_request`) because a request can change how the next one is parsed (AUTH lifts
+the unauthenticated limits, CONFIG SET proto-max-bulk-len, QUIT stops parsing), and a
+blocked client's later requests stay unparsed until it wakes, as in Valkey.
+
+A multibulk request is parsed incrementally: the arguments already complete are kept, so
+`buffered()` counts only the unparsed bytes, which is what Valkey holds against
+client-query-buffer-limit. Bytes of a large bulk are collected without re-scanning or
+re-joining the buffer on every read.
 """
 
 from __future__ import annotations
 
-INLINE_MAX = 64 * 1024  # PROTO_INLINE_MAX_SIZE
+INLINE_MAX = 64 * 1024  # PROTO_INLINE_MAX_SIZE: longest line without its terminator
 INT_MAX = 2**31 - 1
 UNAUTH_MAX_ARGS = 10
 UNAUTH_MAX_BULK = 16384
 
+_CR, _LF, _STAR, _DOLLAR = 13, 10, 42, 36
+
 
 class ProtocolError(Exception):
-    """Malformed input: the reply is `-ERR Protocol error: <msg>` and the connection closes."""
+    """Malformed input: the reply is `-ERR Protocol error: <message>`, then the connection
+    closes. `message` is bytes: it may quote a byte of the request."""
+
+    def __init__(self, message: bytes) -> None:
+        super().__init__(message.decode("latin-1"))
+        self.message = message
 
 
 def _parse_ll(raw: bytes) -> int | None:
-    """string2ll: optional '-', digits, no spaces or '+', fits in a signed 64-bit integer."""
+    """string2ll: optional '-', digits without a leading zero, no '+' or spaces, at most
+    20 characters, inside a signed 64-bit integer."""
     if not raw or len(raw) > 20:
         return None
     body = raw[1:] if raw[:1] == b"-" else raw
-    if not body.isdigit() or (body[:1] == b"0" and len(body) > 1) or (raw == b"-0"):
+    if not body.isdigit() or (body[:1] == b"0" and raw != b"0"):
         return None
     value = int(raw)
     if not -(2**63) <= value < 2**63:
@@ -32,177 +47,295 @@ def _parse_ll(raw: bytes) -> int | None:
 
 
 class RequestParser:
-    """Incremental parser for one connection."""
+    """Incremental request parser for one connection: `feed` bytes, then call
+    `next_request` until it returns None (more bytes needed)."""
 
-    __slots__ = ("buf", "need", "max_bulk", "authenticated")
+    __slots__ = (
+        "buf", "pos", "tail", "tail_len", "need", "line_byte", "line_seen",
+        "argv", "remaining", "bulklen", "max_bulk", "authenticated",
+    )
 
     def __init__(self, max_bulk: int = 512 * 1024 * 1024) -> None:
-        self.buf = b""
-        self.need = 0  # don't try again before the buffer holds this many bytes
-        self.max_bulk = max_bulk
-        self.authenticated = True
+        self.buf = b""  # parsed up to `pos`
+        self.pos = 0
+        self.tail: list[bytes] = []  # chunks fed since the buffer was last joined
+        self.tail_len = 0
+        self.need = 0  # a bulk is pending: don't look again before this many bytes
+        self.line_byte = b""  # a line is pending: don't look again before this byte comes
+        self.line_seen = False
+        self.argv: list[bytes] = []  # the multibulk request being read
+        self.remaining = 0  # its arguments still to read (0: between requests)
+        self.bulklen = -1  # the length of the argument being read, once its header is
+        self.max_bulk = max_bulk  # proto-max-bulk-len
+        self.authenticated = True  # False: the unauthenticated limits apply
+
+    def feed(self, data: bytes) -> None:
+        self.tail.append(data)
+        self.tail_len += len(data)
+        if self.line_byte and self.line_byte in data:
+            self.line_seen = True
 
     def buffered(self) -> int:
-        return len(self.buf)
+        """Bytes received and not yet parsed into arguments (Valkey's query buffer)."""
+        return len(self.buf) - self.pos + self.tail_len
 
-    def feed(self, data: bytes) -> tuple[list[list[bytes]], ProtocolError | None]:
-        """Add bytes; return the complete requests and the protocol error that stopped
-        parsing, if any (requests before the error are still returned)."""
-        buf = self.buf + data if self.buf else data
-        if len(buf) < self.need:
-            self.buf = buf
-            return [], None
-        out: list[list[bytes]] = []
-        pos = 0
+    def next_request(self) -> list[bytes] | None:
+        """The next complete request, or None when more bytes are needed. Raises
+        ProtocolError on malformed input; the parser is unusable afterwards."""
+        if self.tail:
+            if not self._worth_parsing():
+                return None
+            self._join()
+        while True:
+            if self.remaining:
+                argv = self._multibulk_args()
+            elif self.pos >= len(self.buf):
+                return None
+            elif self.buf[self.pos] == _STAR:
+                argv = self._complete_multibulk()
+                if argv is None:  # incomplete or malformed: the exact, incremental path
+                    if not self._multibulk_count():
+                        return None
+                    continue
+            else:
+                argv = self._inline()
+                if argv is not None and not argv:
+                    continue  # an empty line
+            if argv is not None and self.pos >= len(self.buf):
+                self.buf = b""  # all consumed: don't hold on to a large buffer
+                self.pos = 0
+            return argv
+
+    # --- buffer management ---------------------------------------------------------------
+
+    def _worth_parsing(self) -> bool:
+        """False while the new bytes cannot complete what is pending."""
+        if self.need:
+            return self.buffered() >= self.need
+        if self.line_byte:
+            return self.line_seen or self.buffered() > INLINE_MAX
+        return True
+
+    def _join(self) -> None:
+        rest = self.buf[self.pos :] if self.pos < len(self.buf) else b""
+        tail = self.tail
+        self.buf = tail[0] if not rest and len(tail) == 1 else b"".join([rest, *tail])
+        self.pos = 0
+        tail.clear()
+        self.tail_len = 0
+        self.need = 0
+        self.line_byte = b""
+        self.line_seen = False
+
+    def _wait_for_line(self, terminator: bytes) -> None:
+        self.line_byte = terminator
+        self.line_seen = False
+
+    def _line_end(self, start: int, too_big: bytes) -> int:
+        """The index of the '\\r' ending the header line at `start`, or -1 when it has not
+        fully arrived. Valkey looks for '\\r' alone and then needs the byte after it."""
+        buf = self.buf
+        cr = buf.find(b"\r", start)
+        if cr < 0:
+            if len(buf) - start > INLINE_MAX:
+                raise ProtocolError(too_big)
+            self._wait_for_line(b"\r")
+            return -1
+        if cr + 1 >= len(buf):
+            return -1
+        return cr
+
+    # --- multibulk ---------------------------------------------------------------------------
+
+    def _complete_multibulk(self) -> list[bytes] | None:
+        """The fast path for the common case, a whole well-formed request in the buffer:
+        parsed in one go, or None (nothing consumed) to leave anything else to the
+        incremental path."""
+        buf = self.buf
         n = len(buf)
-        try:
-            while pos < n:
-                if buf[pos] == 42:  # '*'
-                    res = self._multibulk(buf, pos, n)
-                else:
-                    res = self._inline(buf, pos, n)
-                if res is None:
-                    break
-                argv, pos = res
-                if argv:
-                    out.append(argv)
-        except ProtocolError as err:
-            self.buf = b""
-            self.need = 0
-            return out, err
-        self.buf = buf[pos:]
-        if pos == n:
-            self.need = 0
-        return out, None
-
-    def _multibulk(self, buf: bytes, pos: int, n: int) -> tuple[list[bytes], int] | None:
-        eol = buf.find(b"\r\n", pos)
-        if eol < 0:
-            if n - pos > INLINE_MAX:
-                raise ProtocolError("too big mbulk count string")
-            self.need = 0
+        pos = self.pos
+        cr = buf.find(b"\r", pos)
+        if cr < 0 or cr + 1 >= n or buf[cr + 1] != _LF:
             return None
-        count = _parse_ll(buf[pos + 1 : eol])
-        if count is None or count > INT_MAX:
-            raise ProtocolError("invalid multibulk length")
-        if count > UNAUTH_MAX_ARGS and not self.authenticated:
-            raise ProtocolError("unauthenticated multibulk length")
-        p = eol + 2
-        if count <= 0:
-            return [], p
-        argv: list[bytes] = []
-        append = argv.append
-        max_bulk = self.max_bulk
+        digits = buf[pos + 1 : cr]
+        if not digits.isdigit() or digits[0] == 48 or len(digits) > 10:
+            return None
+        count = int(digits)
+        if count > INT_MAX or (count > UNAUTH_MAX_ARGS and not self.authenticated):
+            return None
+        max_bulk = self.max_bulk if self.authenticated else min(self.max_bulk, UNAUTH_MAX_BULK)
+        p = cr + 2
+        argv = []
         for _ in range(count):
-            if p >= n:
-                self.need = 0
+            if p >= n or buf[p] != _DOLLAR:
                 return None
-            if buf[p] != 36:  # '$'
-                raise ProtocolError("expected '$', got '%s'" % chr(buf[p]))
-            eol = buf.find(b"\r\n", p)
-            if eol < 0:
-                if n - p > INLINE_MAX:
-                    raise ProtocolError("too big bulk count string")
-                self.need = 0
+            cr = buf.find(b"\r", p)
+            if cr < 0:
                 return None
-            size = _parse_ll(buf[p + 1 : eol])
-            if size is None or size < 0 or size > max_bulk:
-                raise ProtocolError("invalid bulk length")
-            if size > UNAUTH_MAX_BULK and not self.authenticated:
-                raise ProtocolError("unauthenticated bulk length")
-            start = eol + 2
-            end = start + size
-            if end + 2 > n:
-                # remember how much must arrive before this request can complete
-                self.need = end + 2 - pos if size > 4096 else 0
+            digits = buf[p + 1 : cr]
+            if not digits.isdigit() or (digits[0] == 48 and cr - p > 2) or cr - p > 20:
                 return None
-            append(buf[start:end])
+            start = cr + 2
+            end = start + int(digits)
+            if end + 2 > n or end - start > max_bulk or buf[cr + 1] != _LF or buf[end] != _CR or buf[end + 1] != _LF:
+                return None
+            argv.append(buf[start:end])
             p = end + 2
-        return argv, p
+        self.pos = p
+        return argv
 
-    def _inline(self, buf: bytes, pos: int, n: int) -> tuple[list[bytes], int] | None:
+    def _multibulk_count(self) -> bool:
+        """Read `*<count>\\r\\n`; False when the line is incomplete."""
+        pos = self.pos
+        cr = self._line_end(pos, b"too big mbulk count string")
+        if cr < 0:
+            return False
+        if self.buf[cr + 1] != _LF:
+            raise ProtocolError(b"invalid CRLF in request")
+        count = _parse_ll(self.buf[pos + 1 : cr])
+        if count is None or count > INT_MAX:
+            raise ProtocolError(b"invalid multibulk length")
+        if count > UNAUTH_MAX_ARGS and not self.authenticated:
+            raise ProtocolError(b"unauthenticated multibulk length")
+        self.pos = cr + 2
+        if count > 0:  # `*0` and negative counts are empty requests, skipped
+            self.remaining = count
+            self.argv = []
+        return True
+
+    def _multibulk_args(self) -> list[bytes] | None:
+        buf = self.buf
+        n = len(buf)
+        pos = self.pos
+        argv = self.argv
+        while self.remaining:
+            size = self.bulklen
+            if size < 0:
+                size = self._bulk_header(pos)
+                if size < 0:
+                    return None
+                pos = self.pos
+            end = pos + size
+            if end + 2 > n:
+                self.need = size + 2
+                return None
+            if buf[end] != _CR or buf[end + 1] != _LF:
+                raise ProtocolError(b"invalid CRLF in request")
+            argv.append(buf[pos:end])
+            pos = end + 2
+            self.pos = pos
+            self.bulklen = -1
+            self.remaining -= 1
+        self.argv = []
+        return argv
+
+    def _bulk_header(self, pos: int) -> int:
+        """Read `$<len>\\r\\n` at `pos`: the length, or -1 when the line is incomplete."""
+        buf = self.buf
+        if pos >= len(buf):
+            return -1
+        cr = self._line_end(pos, b"too big bulk count string")
+        if cr < 0:
+            return -1
+        if buf[pos] != _DOLLAR:
+            got = b" " if buf[pos] in (_CR, _LF) else buf[pos : pos + 1]
+            raise ProtocolError(b"expected '$', got '" + got + b"'")
+        if buf[cr + 1] != _LF:
+            raise ProtocolError(b"invalid CRLF in request")
+        size = _parse_ll(buf[pos + 1 : cr])
+        if size is None or size < 0 or size > self.max_bulk:
+            raise ProtocolError(b"invalid bulk length")
+        if size > UNAUTH_MAX_BULK and not self.authenticated:
+            raise ProtocolError(b"unauthenticated bulk length")
+        self.pos = cr + 2
+        self.bulklen = size
+        return size
+
+    # --- inline ------------------------------------------------------------------------------
+
+    def _inline(self) -> list[bytes] | None:
+        """One inline line; None when it has not fully arrived. Valkey finds the line end
+        with strchr, so a NUL byte before the '\\n' hides it: such a line waits until the
+        inline limit is passed."""
+        buf = self.buf
+        pos = self.pos
         eol = buf.find(b"\n", pos)
+        if eol >= 0 and buf.find(b"\x00", pos, eol) >= 0:
+            eol = -1
         if eol < 0:
-            if n - pos > INLINE_MAX:
-                raise ProtocolError("too big inline request")
-            self.need = 0
+            if len(buf) - pos > INLINE_MAX:
+                raise ProtocolError(b"too big inline request")
+            self._wait_for_line(b"\n")
             return None
-        line = buf[pos:eol]
-        if line.endswith(b"\r"):
-            line = line[:-1]
-        args = split_args(line)
+        end = eol - 1 if eol > pos and buf[eol - 1] == _CR else eol
+        args = split_args(buf[pos:end])
         if args is None:
-            raise ProtocolError("unbalanced quotes in request")
-        return args, eol + 1
+            raise ProtocolError(b"unbalanced quotes in request")
+        self.pos = eol + 1
+        return args
 
 
+_SKIP = frozenset(b" \t\r\n\x0b\x0c")  # skipped before an argument (isspace)
+_SEPARATORS = frozenset(b" \t\r\n")  # end an unquoted argument (\v and \f do not)
+_HEX = frozenset(b"0123456789abcdefABCDEF")
 _ESCAPES = {ord("n"): 10, ord("r"): 13, ord("t"): 9, ord("b"): 8, ord("a"): 7}
-_SPACE = b" \n\r\t\x0b\x0c\x00"
-_HEX = b"0123456789abcdefABCDEF"
+_DROPPED = 0xFF  # a literal 0xff byte never reaches an argument in Valkey 9.1
+_DQ, _SQ, _BACKSLASH = 34, 39, 92
 
 
 def split_args(line: bytes) -> list[bytes] | None:
-    """sdssplitargs: words separated by spaces, "double" quotes with escapes (\\xHH, \\n,
-    ...), 'single' quotes with only \\' escaped. None when quotes are unbalanced or a
-    closing quote is not followed by a space."""
+    """Split an inline request the way Valkey 9.1 does; None for unbalanced quotes.
+
+    Shell-like: "double" quotes take escapes (\\xHH, \\n \\r \\t \\b \\a, any other
+    character stands for itself), 'single' quotes only \\'. A backslash escapes only when
+    at least one byte follows the escaped one. Quoted and unquoted parts next to each other
+    join into one argument (`a"b c"d` is `ab cd`).
+    """
     args: list[bytes] = []
     i, n = 0, len(line)
     while True:
-        while i < n and line[i] in _SPACE:
+        while i < n and line[i] in _SKIP:
             i += 1
         if i >= n:
             return args
-        cur = bytearray()
-        inq = insq = False
-        while True:
-            if inq:
-                if i >= n:
-                    return None
-                c = line[i]
-                if (
-                    c == 92
-                    and i + 3 < n
-                    and line[i + 1] == ord("x")
-                    and line[i + 2] in _HEX
-                    and line[i + 3] in _HEX
-                ):
-                    cur.append(int(line[i + 2 : i + 4], 16))
-                    i += 3
-                elif c == 92 and i + 1 < n:
+        arg = bytearray()
+        quote = 0
+        while i < n:
+            c = line[i]
+            if quote == _DQ:
+                if c == _BACKSLASH and i + 2 < n:
+                    if (
+                        line[i + 1] == 120  # 'x'
+                        and i + 3 < n
+                        and line[i + 2] in _HEX
+                        and line[i + 3] in _HEX
+                    ):
+                        arg.append(int(line[i + 2 : i + 4], 16))
+                        i += 4
+                        continue
+                    c = _ESCAPES.get(line[i + 1], line[i + 1])
                     i += 1
-                    cur.append(_ESCAPES.get(line[i], line[i]))
-                elif c == 34:
-                    if i + 1 < n and line[i + 1] not in _SPACE:
-                        return None
+                elif c == _DQ:
+                    quote = 0
                     i += 1
-                    break
-                else:
-                    cur.append(c)
-            elif insq:
-                if i >= n:
-                    return None
-                c = line[i]
-                if c == 92 and i + 1 < n and line[i + 1] == 39:
+                    continue
+            elif quote == _SQ:
+                if c == _BACKSLASH and i + 2 < n and line[i + 1] == _SQ:
+                    c = _SQ
                     i += 1
-                    cur.append(39)
-                elif c == 39:
-                    if i + 1 < n and line[i + 1] not in _SPACE:
-                        return None
+                elif c == _SQ:
+                    quote = 0
                     i += 1
-                    break
-                else:
-                    cur.append(c)
-            else:
-                if i >= n:
-                    break
-                c = line[i]
-                if c in _SPACE:
-                    break
-                if c == 34:
-                    inq = True
-                elif c == 39:
-                    insq = True
-                else:
-                    cur.append(c)
+                    continue
+            elif c in _SEPARATORS:
+                break
+            elif c in (_DQ, _SQ):
+                quote = c
+                i += 1
+                continue
+            if c != _DROPPED:
+                arg.append(c)
             i += 1
-        args.append(bytes(cur))
+        if quote:
+            return None
+        args.append(bytes(arg))
