@@ -181,7 +181,7 @@ class ServerState:
             if client.in_multi:
                 client.multi_error = True
             return self._count_error(cmd)
-        if not client.authenticated and "no_auth" not in cmd.flags:
+        if not client.authenticated and "no_auth" not in cmd.flags and self.config["requirepass"]:
             return self._count_error(NOAUTH)
         if client.protocol == 2 and (client.channels or client.patterns or client.shard_channels):
             if cmd.name not in SUBSCRIBED_RESP2:
@@ -242,8 +242,7 @@ class ServerState:
 
     def _count_error(self, err: ReplyError) -> ReplyError:
         self.stats["total_error_replies"] += 1
-        prefix = err.message.split(b" ", 1)[0].decode("utf-8", "replace")
-        self.error_stats[prefix] += 1
+        self.error_stats[error_code(err.message)] += 1
         return err
 
     # --- notifications (keyspace events are emitted by the write funnel) -------------
@@ -259,15 +258,28 @@ class ServerState:
         self.pubsub.notify(db, klass, event, key)
 
 
+def error_code(message: bytes) -> str:
+    """INFO errorstats' name for an error: the word before a space in its first 32 bytes,
+    else ERR (Valkey's afterErrorReply)."""
+    message = message.replace(b"\r", b" ").replace(b"\n", b" ")  # as the reply shows it
+    space = message.find(b" ", 0, 32)
+    return (message[:space] if space > 0 else b"ERR").decode("utf-8", "replace")
+
+
+def _c_string(raw: bytes) -> bytes:
+    """What C's %s prints of a buffer: up to its first NUL."""
+    return raw.split(b"\0", 1)[0]
+
+
 def unknown_command(argv: list[bytes]) -> ReplyError:
     """Valkey's text: the name cut at 128 bytes, then quoted args up to 128 bytes in all."""
     args = b""
     for arg in argv[1:]:
         if len(args) >= 128:
             break
-        args += b"'" + arg[: 128 - len(args)] + b"' "
+        args += b"'" + _c_string(arg)[: 128 - len(args)] + b"' "
     return ReplyError(
-        b"ERR unknown command '" + argv[0][:128] + b"', with args beginning with: " + args
+        b"ERR unknown command '" + _c_string(argv[0])[:128] + b"', with args beginning with: " + args
     )
 
 

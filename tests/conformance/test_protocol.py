@@ -366,3 +366,19 @@ def test_the_server_outlives_its_clients(target):
     with target.raw() as c:
         assert c.call("PING") == ("+", b"PONG")
         assert c.call("DBSIZE") == (":", 1)  # only the bystander's key
+
+
+def test_clearing_requirepass_lets_unauthenticated_clients_in(target):
+    """Once the default user has no password, a connection that never sent AUTH works."""
+    admin = target.raw(2)
+    try:
+        assert admin.call("CONFIG", "SET", "requirepass", "pw") == ("+", b"OK")
+        late = RawClient(target.host, target.port)
+        assert late.call("PING") == ("-", b"NOAUTH Authentication required.")
+        assert admin.call("AUTH", "pw") == ("+", b"OK")
+        assert admin.call("CONFIG", "SET", "requirepass", "") == ("+", b"OK")
+        assert late.call("PING") == ("+", b"PONG")
+        late.close()
+    finally:
+        admin.call("CONFIG", "SET", "requirepass", "")
+        admin.close()

@@ -365,3 +365,19 @@ def test_role(r2):
     assert kind == "*" and role == ("$", b"master")
     assert offset[0] == ":" and replicas == ("*", [])
 
+
+
+def test_errorstats_names_the_error_code(r2):
+    r2.call("CONFIG", "RESETSTAT")
+    r2.call("EVAL", "return redis.error_reply('MYCODE with a message')", "0")
+    r2.call("EVAL", "return redis.error_reply('a\\r\\nb c')", "0")  # sanitized: code is 'a'
+    r2.call("EVAL", "return redis.error_reply('" + "X" * 40 + " tail')", "0")  # no space in 32
+    lines = r2.call("INFO", "errorstats")[1].decode().split("\r\n")
+    assert "errorstat_MYCODE:count=1" in lines
+    assert "errorstat_a:count=1" in lines
+    assert "errorstat_ERR:count=1" in lines
+
+
+def test_unknown_command_text_stops_at_nul(r2):
+    assert r2.call("FO\0O", "a\0b", "c") == (
+        "-", b"ERR unknown command 'FO', with args beginning with: 'a' 'c' ")
