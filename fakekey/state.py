@@ -13,8 +13,8 @@ from fakekey import VALKEY_VERSION, __version__
 from fakekey.blocking import Blocking
 from fakekey.clock import Clock
 from fakekey.commands import load_all
-from fakekey.commands.hashes import expire_hash_fields
 from fakekey.commands.args import wrong_args
+from fakekey.commands.hashes import expire_hash_fields
 from fakekey.commands.registry import REGISTRY, Command
 from fakekey.config import Config, parse_obuf_limits
 from fakekey.keyspace import Database
