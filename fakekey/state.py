@@ -43,6 +43,8 @@ class ServerState:
         self.clock = Clock()
         self.now = self.clock.now_ms()  # the current command's time snapshot (ms)
         self.registry = REGISTRY
+        self._by_exact_name = REGISTRY.by_exact_name  # shared lookup cache (any case)
+        self.commands_processed = 0
         self.dbs = [Database(self, i) for i in range(self.config["databases"])]
         self.clients: dict[int, Client] = {}
         self._next_client_id = 2  # ids 1 and 2 are the EVAL and FUNCTION engines' clients
@@ -176,11 +178,14 @@ class ServerState:
 
     def call(self, client: Client, argv: list[bytes]) -> Any:
         """Run one request from `client`: lookup, checks, MULTI queueing, execution."""
-        cmd = self.lookup_command(argv)
-        if type(cmd) is ReplyError:
-            if client.in_multi:
-                client.multi_error = True
-            return self._count_error(cmd)
+        cmd = self._by_exact_name.get(argv[0])  # the hot path: a known name, as sent
+        if cmd is None or cmd.subcommands or (cmd.arity != len(argv) and (
+                cmd.arity > 0 or len(argv) < -cmd.arity)):
+            cmd = self.lookup_command(argv)
+            if type(cmd) is ReplyError:
+                if client.in_multi:
+                    client.multi_error = True
+                return self._count_error(cmd)
         if not client.authenticated and "no_auth" not in cmd.flags and self.config["requirepass"]:
             return self._count_error(NOAUTH)
         if client.protocol == 2 and (client.channels or client.patterns or client.shard_channels):
@@ -208,7 +213,7 @@ class ServerState:
     def execute(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
         """Run a command that passed every check, with its own clock snapshot; blocked
         clients whose keys it made ready are served after it ends."""
-        self.tick()
+        self.now = self.clock.now_ms()  # the command's clock snapshot (see tick)
         self.current_client = client
         reply = self.run_command(client, cmd, argv)
         self.current_client = None
@@ -222,7 +227,7 @@ class ServerState:
         client.cmd = cmd
         # CLIENT NO-TOUCH: this client's reads leave access times alone, except TOUCH
         self.touch_keys = not client.no_touch or cmd.name == "touch"
-        self.stats["total_commands_processed"] += 1
+        self.commands_processed += 1
         cmd.calls += 1
         try:
             return cmd.handler(client, argv)

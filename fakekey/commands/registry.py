@@ -84,6 +84,8 @@ class Command:
     @property
     def categories(self) -> list[str]:
         cats = [c for flag, c in _IMPLICIT_CATEGORIES if flag in self.flags]
+        if "scripting" in self.acl and "read" in cats:
+            cats.remove("read")  # Valkey leaves read-only scripting commands out of @read
         cats.extend(a for a in self.acl if a not in cats)
         if "fast" not in self.flags and "slow" not in cats:
             cats.append("slow")
@@ -181,7 +183,7 @@ class Registry:
 
     def __init__(self) -> None:
         self.commands: dict[bytes, Command] = {}
-        self._by_exact: dict[bytes, Command | None] = {}
+        self.by_exact_name: dict[bytes, Command | None] = {}
 
     def add(self, cmd: Command) -> Command:
         if "|" in cmd.name:
@@ -192,15 +194,15 @@ class Registry:
             parent.subcommands[sub.encode()] = cmd
         else:
             self.commands[cmd.name.encode()] = cmd
-        self._by_exact.clear()
+        self.by_exact_name.clear()
         return cmd
 
     def lookup(self, name: bytes) -> Command | None:
-        cmd = self._by_exact.get(name)
+        cmd = self.by_exact_name.get(name)
         if cmd is None:
             cmd = self.commands.get(name.lower())
-            if cmd is not None and len(self._by_exact) < 4096:
-                self._by_exact[name] = cmd
+            if cmd is not None and len(self.by_exact_name) < 4096:
+                self.by_exact_name[name] = cmd
         return cmd
 
     def all(self) -> Iterable[Command]:

@@ -187,6 +187,7 @@ def reset_statistics(state: Any) -> None:
     """What CONFIG RESETSTAT zeroes: server counters, error counts, per-command stats."""
     state.stats.clear()
     state.error_stats.clear()
+    state.commands_processed = 0
     for cmd in state.registry.all():
         for each in (cmd, *cmd.subcommands.values()):
             each.calls = each.usec = each.failed_calls = each.rejected_calls = 0
@@ -636,7 +637,7 @@ def info_persistence(state: Any) -> InfoLines:
 
 
 # Stats fields that are plain counters in state.stats (0 until something counts them).
-_STAT_COUNTERS_HEAD = ("total_connections_received", "total_commands_processed")
+_STAT_COUNTERS_HEAD = ("total_connections_received",)
 _STAT_COUNTERS_TAIL = (
     "rejected_connections", "sync_full", "sync_partial_ok", "sync_partial_err",
     "expired_keys", "expired_fields",
@@ -650,6 +651,7 @@ def info_stats(state: Any) -> InfoLines:
     patterns = {p for c in clients for p in c.patterns}
     shard = {ch for c in clients for ch in c.shard_channels}
     lines = [f"{name}:{stats[name]}" for name in _STAT_COUNTERS_HEAD]
+    lines.append(f"total_commands_processed:{state.commands_processed}")
     lines += [
         "instantaneous_ops_per_sec:0",
         f"total_net_input_bytes:{sum(c.net_in for c in clients)}",
@@ -692,8 +694,8 @@ def info_stats(state: Any) -> InfoLines:
         "unexpected_error_replies:0",
         f"total_error_replies:{stats['total_error_replies']}",
         "dump_payload_sanitizations:0",
-        f"total_reads_processed:{stats['total_commands_processed']}",
-        f"total_writes_processed:{stats['total_commands_processed']}",
+        f"total_reads_processed:{state.commands_processed}",
+        f"total_writes_processed:{state.commands_processed}",
         "io_threaded_reads_processed:0",
         "io_threaded_writes_processed:0",
         "client_query_buffer_limit_disconnections:0",
