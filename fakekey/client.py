@@ -99,6 +99,10 @@ class Client:
     def push(self, items: list[Any]) -> None:
         """A pub/sub message: a push frame in RESP3, an array in RESP2. A subscriber whose
         unread output passes the pubsub hard limit is disconnected, as Valkey does."""
+        busy = self.state.busy_script
+        if busy is not None and busy.on_script_thread():  # the loop thread owns the sockets
+            busy.defer(self.push, items)
+            return
         if self.state.current_client is self:
             self.deferred_pushes.append(items)  # after the reply of the running command
             return

@@ -17,6 +17,7 @@ FAMILIES = (
     "streams",
     "transactions",
     "pubsub",
+    "scripting",
     "fakekey_cmds",
 )
 

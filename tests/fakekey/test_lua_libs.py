@@ -33,6 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fakekey.lua_shim.libs.sources import LIBRARIES, library_source
+from fakekey.server import Server
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import ValkeyTarget, find_valkey_binary
 
@@ -193,6 +194,17 @@ def test_recorded_answers_are_valkeys(valkey: RawClient) -> None:
         got = " | ".join(on_valkey(valkey, script(case.expr, case.setup)))
         if got != case.expected:
             mismatches.append(f"{case.setup};;{case.expr}\n  recorded: {case.expected}\n  valkey:   {got}")
+    assert not mismatches, "\n".join(mismatches)
+
+
+def test_recorded_answers_through_fakekeys_eval() -> None:
+    """The libraries as fakekey's sandbox installs them, through EVAL, end to end."""
+    with Server() as server, RawClient(server.host, server.port) as client:
+        mismatches = []
+        for case in all_cases():
+            got = " | ".join(on_valkey(client, script(case.expr, case.setup)))
+            if got != case.expected:
+                mismatches.append(f"{case.setup};;{case.expr}\n  recorded: {case.expected}\n  fakekey:  {got}")
     assert not mismatches, "\n".join(mismatches)
 
 

@@ -1,0 +1,375 @@
+"""Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT.
+
+The script cache (sha1 -> script) and the EVAL Lua state live in `EvalScripts`
+(`state.scripts`, made on first use); running a script is `fakekey.lua_shim.bridge`'s
+job, shared with FCALL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from fakekey import REDIS_VERSION
+from fakekey.client import Client
+from fakekey.commands.args import parse_int
+from fakekey.commands.registry import KeySpec, command, container
+from fakekey.lua_shim.bridge import CommandBridge, RunProfile, ScriptRun, kill_running_script, runner_of
+from fakekey.lua_shim.runtime import LuaSandbox
+from fakekey.resp.replies import OK, ReplyError, Simple
+
+if TYPE_CHECKING:
+    from fakekey.state import ServerState
+
+G = "scripting"
+EVAL_CLIENT_ID = 1  # Valkey's EVAL engine client; the FUNCTION engine's is 2
+EVAL_LRU_LENGTH = 500  # scripts EVAL added are evicted past this many (SCRIPT LOAD's never)
+
+NOSCRIPT = ReplyError("NOSCRIPT No matching script.")
+TOO_MANY_KEYS = ReplyError("ERR Number of keys can't be greater than number of args")
+NEGATIVE_KEYS = ReplyError("ERR Number of keys can't be negative")
+WRITE_FLAG_ON_RO = ReplyError("ERR Can not execute a script with write flag using *_ro command.")
+
+# shebang flags (#!lua flags=...)
+NO_WRITES = "no-writes"
+SCRIPT_FLAGS = frozenset({NO_WRITES, "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"})
+
+
+@dataclass
+class Script:
+    body: bytes
+    fn: Any  # the compiled Lua function
+    flags: frozenset[str]
+    compat: bool  # no shebang: Valkey's backwards-compatible mode, flags ignored
+    profile: RunProfile = dataclasses.field(default_factory=RunProfile)
+
+
+class EvalScripts:
+    """The EVAL engine of one server: its Lua state and its script cache."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.runner = runner_of(state)
+        self.bridge = CommandBridge(state, EVAL_CLIENT_ID, self.runner)
+        self.cache: dict[bytes, Script] = {}
+        self.lru: OrderedDict[bytes, None] = OrderedDict()
+        self._sandbox: LuaSandbox | None = None
+
+    @property
+    def sandbox(self) -> LuaSandbox:
+        if self._sandbox is None:
+            state = self.state
+            self._sandbox = LuaSandbox(self.bridge, "eval", redis_version=REDIS_VERSION,
+                                       valkey_version=state.valkey_version)
+            self.bridge.sandbox = self._sandbox
+        return self._sandbox
+
+    def flush(self) -> None:
+        """SCRIPT FLUSH: forget every script and start a fresh Lua state."""
+        self.cache.clear()
+        self.lru.clear()
+        self._sandbox = None
+        self.bridge.sandbox = None
+
+    def lookup(self, sha: bytes) -> Script | None:
+        return self.cache.get(sha.lower())
+
+    def load(self, body: bytes, *, from_eval: bool, sha: bytes | None = None) -> tuple[bytes, Script]:
+        """Compile and cache a script (SCRIPT LOAD, or EVAL of a new body). A script EVAL
+        added that SCRIPT LOAD loads again is kept from eviction from then on."""
+        if sha is None:
+            sha = sha1hex(body)
+        known = self.cache.get(sha)
+        if known is not None:
+            if not from_eval:
+                self.lru.pop(sha, None)
+            return sha, known
+        script = self._compile(body)
+        if from_eval:
+            self._make_room()
+            self.lru[sha] = None
+        self.cache[sha] = script
+        return sha, script
+
+    def _make_room(self) -> None:
+        while len(self.lru) >= EVAL_LRU_LENGTH:
+            oldest, _ = self.lru.popitem(last=False)
+            self.cache.pop(oldest, None)
+            self.state.stats["evicted_scripts"] += 1
+
+    def used(self, sha: bytes) -> None:
+        if sha in self.lru:
+            self.lru.move_to_end(sha)
+
+    def _compile(self, body: bytes) -> Script:
+        engine, flags, code_at = parse_shebang(body)
+        if engine is not None and engine.lower() != b"lua":
+            raise ReplyError(b"ERR Could not find scripting engine '" + engine + b"'")
+        fn, err = self.sandbox.compile(body[code_at:], b"@user_script")
+        if fn is None:
+            raise ReplyError(b"ERR Error compiling script (new function): " + err)
+        return Script(body, fn, flags, compat=engine is None)
+
+
+def sha1hex(data: bytes) -> bytes:
+    return hashlib.sha1(data).hexdigest().encode()
+
+
+def scripts_of(state: ServerState) -> EvalScripts:
+    """The server's EVAL engine (made on first use)."""
+    scripts = state.scripts
+    if scripts is None:
+        scripts = state.scripts = EvalScripts(state)
+    return scripts
+
+
+# --- shebang -------------------------------------------------------------------------------
+
+
+def parse_shebang(body: bytes) -> tuple[bytes | None, frozenset[str], int]:
+    """(engine name or None without a shebang, flags, where the code starts). The code
+    keeps the shebang's newline so line numbers count the shebang line."""
+    if not body.startswith(b"#!"):
+        return None, frozenset(), 0
+    end = body.find(b"\n")
+    if end < 0:
+        raise ReplyError("ERR Invalid script shebang")
+    parts = split_args(body[:end])
+    if not parts:
+        raise ReplyError("ERR Invalid engine in script shebang")
+    flags: set[str] = set()
+    for part in parts[1:]:
+        if not part.startswith(b"flags="):
+            raise ReplyError(b"ERR Unknown lua shebang option: " + part)
+        value = part[6:]
+        for flag in value.split(b",") if value else ():
+            name = flag.decode("utf-8", "replace")
+            if name not in SCRIPT_FLAGS:
+                raise ReplyError(b"ERR Unexpected flag in script shebang: " + flag)
+            flags.add(name)
+    return parts[0][2:], frozenset(flags), end
+
+
+_ESCAPES = {ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t", ord("b"): b"\b", ord("a"): b"\a"}
+_HEX = b"0123456789abcdefABCDEF"
+_BLANKS = b" \t\n\r\v\f"
+
+
+def split_args(line: bytes) -> list[bytes] | None:
+    """Valkey's sdssplitargs: words split on blanks, "double quotes" with escapes and
+    'single quotes'; None when a quote is left open or not followed by a blank."""
+    words: list[bytes] = []
+    pos, size = 0, len(line)
+    while True:
+        while pos < size and line[pos] in _BLANKS:
+            pos += 1
+        if pos >= size or line[pos] == 0:
+            return words
+        word, pos = _split_word(line, pos)
+        if word is None:
+            return None
+        words.append(word)
+
+
+def _split_word(line: bytes, pos: int) -> tuple[bytes | None, int]:
+    size = len(line)
+    out = bytearray()
+    quote = 0
+    while True:
+        ch = line[pos] if pos < size else 0
+        if quote == 0:
+            if ch in (32, 10, 13, 9, 0):
+                return bytes(out), pos
+            if ch in (34, 39):
+                quote = ch
+            else:
+                out.append(ch)
+            pos += 1
+            continue
+        if ch == 0:
+            return None, pos  # unterminated quotes
+        nxt = line[pos + 1] if pos + 1 < size else 0
+        if quote == 34 and ch == 92 and nxt == ord("x") and pos + 3 < size \
+                and line[pos + 2] in _HEX and line[pos + 3] in _HEX:
+            out.append(int(line[pos + 2:pos + 4], 16))
+            pos += 4
+        elif quote == 34 and ch == 92 and nxt:
+            out += _ESCAPES.get(nxt, bytes([nxt]))
+            pos += 2
+        elif quote == 39 and ch == 92 and nxt == 39:
+            out.append(39)
+            pos += 2
+        elif ch == quote:
+            if nxt and nxt not in _BLANKS:
+                return None, pos  # a closing quote must end the word
+            return bytes(out), pos + 1
+        else:
+            out.append(ch)
+            pos += 1
+
+
+# --- EVAL family -------------------------------------------------------------------------------
+
+_EVAL_KEYS = KeySpec(3, 0, 1, ("RW", "access", "update"), numkeys_at=2,
+                     notes="We cannot tell how the keys will be used so we assume the worst, RW and UPDATE")
+_EVAL_RO_KEYS = dataclasses.replace(
+    _EVAL_KEYS, flags=("RO", "access"),
+    notes="We cannot tell how the keys will be used so we assume the worst, RO and ACCESS")
+_EVALSHA_KEYS = dataclasses.replace(_EVAL_KEYS, notes="")
+_EVALSHA_RO_KEYS = dataclasses.replace(_EVAL_RO_KEYS, notes="")
+_EVAL_FLAGS = "noscript stale skip_monitor no_mandatory_keys movablekeys"
+_DEPENDS = "Depends on the script that is executed."
+
+
+@command("eval", -3, _EVAL_FLAGS, keys=_EVAL_KEYS, acl="scripting", group=G, since="2.6.0",
+         complexity=_DEPENDS, summary="Runs a Lua script on the server.")
+def eval_(c: Client, argv: list[bytes]) -> Any:
+    return run_eval(c, argv, by_sha=False, read_only=False)
+
+
+@command("evalsha", -3, _EVAL_FLAGS, keys=_EVALSHA_KEYS, acl="scripting", group=G,
+         since="2.6.0", complexity=_DEPENDS, summary="Runs a cached Lua script, named by its SHA1.")
+def evalsha(c: Client, argv: list[bytes]) -> Any:
+    return run_eval(c, argv, by_sha=True, read_only=False)
+
+
+@command("eval_ro", -3, "readonly " + _EVAL_FLAGS, keys=_EVAL_RO_KEYS, acl="scripting", group=G,
+         since="7.0.0", complexity=_DEPENDS, summary="Runs a Lua script that may not write.")
+def eval_ro(c: Client, argv: list[bytes]) -> Any:
+    return run_eval(c, argv, by_sha=False, read_only=True)
+
+
+@command("evalsha_ro", -3, "readonly " + _EVAL_FLAGS, keys=_EVALSHA_RO_KEYS, acl="scripting",
+         group=G, since="7.0.0", complexity=_DEPENDS,
+         summary="Runs a cached Lua script that may not write, named by its SHA1.")
+def evalsha_ro(c: Client, argv: list[bytes]) -> Any:
+    return run_eval(c, argv, by_sha=True, read_only=True)
+
+
+def run_eval(c: Client, argv: list[bytes], *, by_sha: bool, read_only: bool) -> Any:
+    if by_sha and len(argv[1]) != 40:
+        raise NOSCRIPT
+    numkeys = parse_int(argv[2])
+    if numkeys > len(argv) - 3:
+        raise TOO_MANY_KEYS
+    if numkeys < 0:
+        raise NEGATIVE_KEYS
+    scripts = scripts_of(c.state)
+    if by_sha:
+        sha = argv[1].lower()
+        script = scripts.lookup(sha)
+        if script is None:
+            raise NOSCRIPT
+    else:
+        sha, script = scripts.load(argv[1], from_eval=True)
+    no_writes = not script.compat and NO_WRITES in script.flags
+    if read_only and not script.compat and not no_writes:
+        raise WRITE_FLAG_ON_RO
+    keys = argv[3:3 + numkeys]
+    args = argv[3 + numkeys:]
+    run = ScriptRun(scripts.bridge, c, script.fn, keys, args, read_only=read_only or no_writes,
+                    profile=script.profile)
+    reply = scripts.runner.execute(run)
+    scripts.used(sha)
+    return reply
+
+
+# --- SCRIPT ------------------------------------------------------------------------------------
+
+container("script", group=G, since="2.6.0", summary="Manages the server's Lua script cache.")
+
+_SCRIPT_HELP = """SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:
+DEBUG (YES|SYNC|NO) [<engine_name>]
+    Set the debug mode for subsequent scripts executed of the specified engine.
+    Default engine name: 'lua'
+EXISTS <sha1> [<sha1> ...]
+    Return information about the existence of the scripts in the script cache.
+FLUSH [ASYNC|SYNC]
+    Flush the Lua scripts cache. Very dangerous on replicas.
+    When called without the optional mode argument, the behavior is determined
+     by the lazyfree-lazy-user-flush configuration directive. Valid modes are:
+    * ASYNC: Asynchronously flush the scripts cache.
+    * SYNC: Synchronously flush the scripts cache.
+KILL
+    Kill the currently executing Lua script.
+LOAD <script>
+    Load a script into the scripts cache without executing it.
+SHOW <sha1>
+    Show a script from the scripts cache.
+HELP
+    Print this help.""".splitlines()
+
+
+@command("script|debug", -3, "noscript", acl="scripting", since="3.2.0",
+         summary="Sets the debug mode of later scripts; fakekey has no Lua debugger.")
+def script_debug(c: Client, argv: list[bytes]) -> Any:
+    if len(argv) > 4:
+        raise ReplyError("ERR unknown subcommand or wrong number of arguments for 'DEBUG'. Try SCRIPT HELP.")
+    if len(argv) == 4 and argv[3].lower() != b"lua":
+        raise ReplyError(b"ERR No scripting engine found with name '" + argv[3] + b"' to enable debug")
+    mode = argv[2].upper()
+    if mode == b"NO":
+        return OK
+    if mode in (b"YES", b"SYNC"):
+        # what Valkey answers for an engine without a debugger
+        raise ReplyError("ERR The scripting engine 'LUA' does not support interactive script debugging")
+    raise ReplyError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+
+
+@command("script|exists", -3, "noscript stale", acl="scripting", since="2.6.0",
+         complexity="O(N) with N being the number of scripts to check (so checking a single "
+         "script is an O(1) operation).",
+         tips="request_policy:all_shards response_policy:agg_logical_and",
+         summary="Tells for each SHA1 whether its script is in the cache.")
+def script_exists(c: Client, argv: list[bytes]) -> Any:
+    scripts = c.state.scripts
+    if scripts is None:
+        return [0] * (len(argv) - 2)
+    return [1 if scripts.lookup(sha) is not None else 0 for sha in argv[2:]]
+
+
+@command("script|flush", -2, "noscript stale", acl="scripting", since="2.6.0",
+         complexity="O(N) with N being the number of scripts in cache",
+         tips="request_policy:all_nodes response_policy:all_succeeded",
+         summary="Empties the script cache and resets the Lua state.")
+def script_flush(c: Client, argv: list[bytes]) -> Any:
+    if len(argv) > 3 or (len(argv) == 3 and argv[2].upper() not in (b"SYNC", b"ASYNC")):
+        raise ReplyError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+    if c.state.scripts is not None:
+        c.state.scripts.flush()
+    return OK
+
+
+@command("script|help", 2, "loading stale", acl="scripting", since="5.0.0",
+         summary="Lists the SCRIPT subcommands.")
+def script_help(c: Client, argv: list[bytes]) -> Any:
+    return [Simple(line.encode()) for line in _SCRIPT_HELP]
+
+
+@command("script|kill", 2, "noscript allow_busy", acl="scripting", since="2.6.0",
+         tips="request_policy:all_shards response_policy:one_succeeded",
+         summary="Stops the running script, unless it has written to the data.")
+def script_kill(c: Client, argv: list[bytes]) -> Any:
+    return kill_running_script(c.state, from_eval=True)
+
+
+@command("script|load", 3, "noscript stale", acl="scripting", since="2.6.0",
+         complexity="O(N) with N being the length in bytes of the script body.",
+         tips="request_policy:all_nodes response_policy:all_succeeded",
+         summary="Compiles a script into the cache without running it; answers its SHA1.")
+def script_load(c: Client, argv: list[bytes]) -> Any:
+    sha, _ = scripts_of(c.state).load(argv[2], from_eval=False)
+    return sha
+
+
+@command("script|show", 3, "noscript stale", acl="scripting", since="8.0.0", complexity="O(1).",
+         summary="Answers the body of a cached script.")
+def script_show(c: Client, argv: list[bytes]) -> Any:
+    scripts = c.state.scripts
+    script = scripts.lookup(argv[2]) if scripts is not None and len(argv[2]) == 40 else None
+    if script is None:
+        raise NOSCRIPT
+    return script.body

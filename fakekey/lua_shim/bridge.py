@@ -1,0 +1,874 @@
+"""The server side of scripting, shared by EVAL and FCALL: `redis.call` through the command
+registry, the conversions between replies and Lua values, the run rules (read-only
+scripts, write tracking), and the long-script machinery (BUSY, SCRIPT KILL).
+
+How a script runs (`ScriptRunner`). A script's first run goes to one long-lived script
+thread: the event-loop thread hands it over and waits up to `busy-reply-threshold`. A
+run that ends in time is answered inline, exactly like any command (the loop thread was
+parked, so the script had the data to itself). A run still going at the threshold puts
+the server in BUSY mode: `state.busy_script` is set, `ServerState.call` refuses every
+command without the `allow_busy` flag with Valkey's BUSY error, the script's client waits
+like a blocked client, and only the script thread touches the data (the loop thread's own
+data work - cron expiry, blocking timeouts, disconnections - waits for the script's end;
+pub/sub messages the script sends are written by the loop thread). When it ends, the
+script thread posts the reply to the loop, which answers the client, serves blocked
+clients and resumes the client's pipeline. SCRIPT KILL sets a flag that the sandbox's
+count hook checks.
+
+Handing a run over costs two thread switches, so a script whose runs end well within the
+threshold then runs inline on the loop thread; if it reaches the threshold there before
+it has written anything, it is stopped and run again on the script thread (see
+`ScriptRunner`). A threshold of 0 (Valkey: no BUSY mode) and scripts inside MULTI/EXEC
+run on the calling thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from fakekey.client import Client
+from fakekey.resp.encoder import ENCODERS, format_double
+from fakekey.resp.replies import (
+    NO_REPLY,
+    OK,
+    BigNumber,
+    Raw,
+    ReplyError,
+    SetReply,
+    Simple,
+    Verbatim,
+    _NullArray,
+)
+
+if TYPE_CHECKING:
+    from fakekey.commands.registry import Command
+    from fakekey.lua_shim.runtime import LuaSandbox
+    from fakekey.state import ServerState
+
+log = logging.getLogger("fakekey.lua")
+
+LLONG_MIN = -(2**63)
+# Valkey's double2ll: an integral double within +-LLONG_MAX/2 prints as an integer.
+_LL_HALF = 2**62
+
+UNKNOWN_COMMAND = b"ERR Unknown command called from script"
+WRONG_ARITY = b"ERR Wrong number of args calling command from script"
+NOT_ALLOWED = b"ERR This Valkey command is not allowed from script"
+NO_ARGUMENTS = b"ERR Please specify at least one argument for this call"
+BAD_ARGUMENT = b"ERR Command arguments must be strings or integers"
+READ_ONLY_WRITE = b"ERR Write commands are not allowed from read-only scripts."
+INVALID_ACL_COMMAND = b"Invalid command passed to server.acl_check_cmd()"
+BUSY_EVAL = ReplyError("BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+BUSY_FUNCTION = ReplyError(
+    "BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+)
+NOTBUSY = ReplyError("NOTBUSY No scripts in execution right now.")
+UNKILLABLE = ReplyError(
+    "UNKILLABLE Sorry the script already executed write commands against the dataset. You can "
+    "either wait the script termination or kill the server in a hard way using the SHUTDOWN "
+    "NOSAVE command."
+)
+KILLED_EVAL = b"ERR Script killed by user with SCRIPT KILL."
+KILLED_FUNCTION = b"ERR Script killed by user with FUNCTION KILL."
+
+# Commands a read-only script may not run: writes, and the ones Valkey flags
+# may-replicate (a flag COMMAND INFO does not show, so not in the registry).
+_WRITE_FLAGS = frozenset({"write", "may_replicate"})
+_MAY_REPLICATE = frozenset({"publish", "spublish", "pfcount"})
+
+
+# --- numbers ------------------------------------------------------------------------------
+
+
+def lua_number_to_int(value: int | float) -> int:
+    """Lua number -> integer reply: C's (long long) cast, which x86 turns into LLONG_MIN
+    for NaN and out-of-range values."""
+    if type(value) is int:
+        return value
+    if value != value or not -9.223372036854775808e18 <= value < 9.223372036854775808e18:
+        return LLONG_MIN
+    return int(value)
+
+
+def number_argument(value: int | float) -> bytes:
+    """A Lua number passed to redis.call, as Valkey prints it: integers exactly, other
+    doubles in fpconv's shortest form (`0.1`, `1e+20`, `inf`, `-nan`)."""
+    if type(value) is int and -_LL_HALF <= value <= _LL_HALF:
+        return b"%d" % value
+    number = float(value)
+    if number != number:
+        return b"-nan" if math.copysign(1.0, number) < 0 else b"nan"
+    return format_double(number)
+
+
+# --- replies -> Lua -------------------------------------------------------------------------
+# A reply crosses to Lua as (tag, ...): 0 a scalar, 1 a status, 2 an error (message,
+# counted), 3 a flat token list, 4 a token table. Tokens: a string or number stands for
+# itself; `False` escapes a code: 1 false, 2 nil, 3 true, 5 status, 6 error, 7 array,
+# 8 map, 9 set, 10 double, 11 big number, 12 verbatim (see the bootstrap's `decode`).
+
+_MAX_TUPLE = 7000
+
+
+def lua_error_text(message: bytes) -> bytes:
+    """An error reply as a Lua error table holds it (luaPushErrorBuff): its code, a space,
+    its message without the trailing newline; a code-less message gets `ERR`."""
+    code, space, text = message.partition(b" ")
+    if not space:
+        code, text = b"ERR", message
+    return code + b" " + text.strip(b"\r\n")
+
+
+def reply_to_lua(reply: Any, resp3: bool, sandbox: LuaSandbox) -> tuple:
+    kind = type(reply)
+    if kind is bytes:
+        return (0, reply)
+    if kind is int:
+        return (0, reply)
+    if reply is None or kind is _NullArray:
+        return (0, None if resp3 else False)
+    if kind is Simple:
+        return (1, bytes(reply))
+    if isinstance(reply, ReplyError):
+        return (2, lua_error_text(reply.message), True)
+    if kind is bool:
+        return (0, reply if resp3 else int(reply))
+    if kind is float and not resp3:
+        return (0, format_double(reply))
+    if kind is Raw:
+        return reply_to_lua(parse_raw(bytes(reply)), resp3, sandbox)
+    tokens: list[Any] = []
+    _tokens(reply, resp3, tokens)
+    if len(tokens) == 1:
+        return (0, tokens[0])
+    if len(tokens) <= _MAX_TUPLE:
+        return (3, *tokens)
+    return (4, sandbox.lua.table_from(tokens))
+
+
+def _tokens(reply: Any, resp3: bool, out: list[Any]) -> None:
+    kind = type(reply)
+    if kind is bytes or kind is int:
+        out.append(reply)
+    elif reply is None or kind is _NullArray:
+        out += (False, 2 if resp3 else 1)
+    elif kind is bool:
+        if resp3:
+            out += (False, 3) if reply else (False, 1)
+        else:
+            out.append(int(reply))
+    elif kind is Simple:
+        out += (False, 5, bytes(reply))
+    elif isinstance(reply, ReplyError):
+        out += (False, 6, lua_error_text(reply.message))
+    elif kind is float:
+        if resp3:
+            out += (False, 10, reply)
+        else:
+            out.append(format_double(reply))
+    elif isinstance(reply, dict):
+        if resp3:
+            out += (False, 8, len(reply))
+            for key, value in reply.items():
+                _tokens(key, resp3, out)
+                _tokens(value, resp3, out)
+        else:
+            out += (False, 7, 2 * len(reply))
+            for key, value in reply.items():
+                _tokens(key, resp3, out)
+                _tokens(value, resp3, out)
+    elif isinstance(reply, SetReply) and resp3:
+        out += (False, 9, len(reply))
+        for item in reply:
+            _tokens(item, resp3, out)
+    elif isinstance(reply, list | tuple):
+        out += (False, 7, len(reply))
+        for item in reply:
+            _tokens(item, resp3, out)
+    elif isinstance(reply, Verbatim):
+        if resp3:
+            out += (False, 12, b"txt", bytes(reply))
+        else:
+            out.append(bytes(reply))
+    elif isinstance(reply, BigNumber):
+        if resp3:
+            out += (False, 11, bytes(reply))
+        else:
+            out.append(bytes(reply))
+    elif isinstance(reply, Raw):
+        _tokens(parse_raw(bytes(reply)), resp3, out)
+    elif isinstance(reply, bytes):
+        out.append(bytes(reply))
+    elif isinstance(reply, int):
+        out.append(int(reply))
+    else:
+        raise TypeError(f"cannot hand reply {reply!r} to Lua")
+
+
+def parse_raw(data: bytes) -> Any:
+    """A pre-encoded reply (`Raw`) back to a typed reply, for the rare command that
+    answers with one."""
+    value, _ = _parse_resp(data, 0)
+    return value
+
+
+def _parse_resp(data: bytes, pos: int) -> tuple[Any, int]:
+    end = data.index(b"\r\n", pos)
+    kind, line, pos = data[pos:pos + 1], data[pos + 1:end], end + 2
+    if kind in (b"$", b"="):
+        size = int(line)
+        if size < 0:
+            return None, pos
+        body = data[pos:pos + size]
+        pos += size + 2
+        return (Verbatim(body[4:]) if kind == b"=" else body), pos
+    if kind in (b"*", b"~", b">", b"%", b"|"):
+        count = int(line)
+        if count < 0:
+            return None, pos
+        items = []
+        for _ in range(count * (2 if kind in (b"%", b"|") else 1)):
+            item, pos = _parse_resp(data, pos)
+            items.append(item)
+        if kind == b"|":  # an attribute: skip it, the reply follows
+            return _parse_resp(data, pos)
+        if kind == b"%":
+            return dict(zip(items[::2], items[1::2], strict=True)), pos
+        return (SetReply(items) if kind == b"~" else items), pos
+    if kind == b":":
+        return int(line), pos
+    if kind == b"+":
+        return Simple(line), pos
+    if kind == b"-":
+        return ReplyError(line), pos
+    if kind == b"_":
+        return None, pos
+    if kind == b",":
+        return float(line), pos
+    if kind == b"#":
+        return line == b"t", pos
+    if kind == b"(":
+        return BigNumber(line), pos
+    raise ValueError(f"cannot parse reply type {kind!r}")
+
+
+# --- Lua results -> replies --------------------------------------------------------------
+
+
+class Converted:
+    """A script's result as a typed reply, with the error replies Valkey counts in its
+    error statistics (all of them but those that came from commands)."""
+
+    __slots__ = ("reply", "counted_errors")
+
+    def __init__(self, reply: Any, counted_errors: list[ReplyError]) -> None:
+        self.reply = reply
+        self.counted_errors = counted_errors
+
+
+def _no_newlines(text: bytes) -> bytes:
+    return text.replace(b"\r", b" ").replace(b"\n", b" ")
+
+
+def scalar_to_reply(value: Any, resp: int) -> Any:
+    kind = type(value)
+    if kind is bytes:
+        return value
+    if kind is int or kind is float:
+        return lua_number_to_int(value)
+    if kind is bool:
+        if resp == 3:
+            return value
+        return 1 if value else None
+    return None
+
+
+class _TokenReader:
+    """Reads the bootstrap's `encode` tokens into typed replies."""
+
+    def __init__(self, tokens: Any, resp: int, protocol: int) -> None:
+        self.tokens = tokens
+        self.pos = 0
+        self.resp = resp
+        self.protocol = protocol
+        self.errors: list[ReplyError] = []
+
+    def read(self) -> Any:
+        tokens = self.tokens
+        value = tokens[self.pos]
+        if value is not False:
+            self.pos += 1
+            return value if type(value) is bytes else lua_number_to_int(value)
+        code = tokens[self.pos + 1]
+        self.pos += 2
+        return self._special(code)
+
+    def _take(self) -> Any:
+        value = self.tokens[self.pos]
+        self.pos += 1
+        return value
+
+    def _special(self, code: int) -> Any:
+        if code == 1:
+            return None
+        if code == 2:
+            flag = self._take()
+            return flag if self.resp == 3 else (1 if flag else None)
+        if code == 4:
+            message, ignored = self._take(), self._take()
+            err = ReplyError(message)
+            if not ignored:
+                self.errors.append(err)
+            return err
+        if code == 5:
+            return Simple(_no_newlines(self._take()))
+        if code == 6:
+            number, negative_zero = self._take(), self._take()
+            return -0.0 if negative_zero else float(number)
+        if code == 7:
+            return BigNumber(_no_newlines(self._take()))
+        if code == 8:
+            fmt, text = self._take(), self._take()
+            return self._verbatim(fmt, text)
+        count = self._take()
+        if code == 9:
+            return self._map([self.read() for _ in range(2 * count)], count)
+        items = [self.read() for _ in range(count)]
+        return SetReply(items) if code == 10 else items
+
+    def _verbatim(self, fmt: bytes, text: bytes) -> Any:
+        fmt = fmt.split(b"\0", 1)[0][:3].ljust(3)  # a C string, padded with spaces
+        if self.protocol != 3:
+            return text
+        if fmt == b"txt":
+            return Verbatim(text)
+        return Raw(b"=%d\r\n%s:%s\r\n" % (len(text) + 4, fmt, text))
+
+    def _map(self, flat: list[Any], count: int) -> Any:
+        """A dict when the keys allow one; otherwise (table keys, keys equal in Python but
+        not in Lua) the map encoded as is for the client."""
+        try:
+            mapping = dict(zip(flat[::2], flat[1::2], strict=True))
+        except TypeError:
+            mapping = None
+        if mapping is not None and len(mapping) == count:
+            return mapping
+        encode = ENCODERS[self.protocol].encode
+        head = b"%%%d\r\n" % count if self.protocol == 3 else b"*%d\r\n" % (2 * count)
+        return Raw(head + b"".join(encode(item) for item in flat))
+
+
+def outcome_to_reply(outcome: tuple, protocol: int, funcname: bytes = b"") -> Converted:
+    """The sandbox's `run` outcome (tag, resp, ...) as the reply to the script's caller."""
+    tag, resp = outcome[0], outcome[1]
+    if tag == 0:
+        return Converted(scalar_to_reply(outcome[2], resp), [])
+    if tag == 1 or tag == 4:
+        tokens = outcome[2:] if tag == 1 else list(outcome[2].values())
+        reader = _TokenReader(tokens, resp, protocol)
+        reply = reader.read()
+        return Converted(reply, reader.errors)
+    if tag == 2:
+        message, source, line, ignored = outcome[2], outcome[3], outcome[4], outcome[5]
+        text = message if message is not None else b"ERR unknown error"
+        if source is not None and line is not None:
+            text += b" script: on " + source + b":" + line + b"."
+        err = ReplyError(text)
+        return Converted(err, [] if ignored else [err])
+    text = outcome[2] if len(outcome) > 2 and outcome[2] is not None else b"execution failure"
+    err = ReplyError(b"ERR Error running script " + funcname + b", " + text[:100])
+    return Converted(err, [err])
+
+
+# --- the script's client and its commands --------------------------------------------------
+
+
+def make_script_client(state: ServerState, client_id: int) -> Client:
+    """The fake client a scripting engine runs commands as (Valkey gives the EVAL engine
+    id 1 and the FUNCTION engine id 2, before any connection)."""
+    reserved = state._next_client_id
+    client = Client(state)
+    state._next_client_id = reserved  # the id is the engine's own, not a new one
+    client.id = client_id
+    client.authenticated = True
+    return client
+
+
+class Rand48:
+    """Valkey's rand48, behind math.random: the same sequence on every machine; one state
+    for the whole server, kept across SCRIPT FLUSH."""
+
+    _A = 0x5DEECE66D
+    _MASK = (1 << 48) - 1
+
+    def __init__(self) -> None:
+        self.state = 0x1234ABCD330E
+
+    def seed(self, seed: int) -> None:
+        self.state = ((seed & 0xFFFFFFFF) << 16) | 0x330E
+
+    def next31(self) -> int:
+        self.state = (self._A * self.state + 0xB) & self._MASK
+        return self.state >> 17
+
+    def random(self) -> float:
+        return (self.next31() % 0x7FFFFFFF) / 0x7FFFFFFF
+
+
+class CommandBridge:
+    """The sandbox's host (`runtime.SandboxHost`) for one scripting engine: runs
+    `redis.call` as the engine's client under the current run's rules."""
+
+    def __init__(self, state: ServerState, client_id: int, runner: ScriptRunner) -> None:
+        self.state = state
+        self.client = make_script_client(state, client_id)
+        self.runner = runner
+        self.sandbox: LuaSandbox | None = None
+        self.run: ScriptRun | None = None
+
+    # --- host functions (called from Lua; they never raise) ------------------------------
+
+    def call(self, resp: int, *args: Any) -> tuple:
+        try:
+            argv = self._argv(args)
+            if type(argv) is tuple:
+                return argv
+            with self.runner.guard:
+                return self._execute(resp == 3, argv)
+        except Exception:  # noqa: BLE001 - a Python error must never reach Lua
+            log.exception("redis.call failed inside fakekey")
+            return (2, b"ERR internal error in fakekey's redis.call", False)
+
+    def acl_check(self, *args: Any) -> tuple:
+        try:
+            argv = self._argv(args)
+            if type(argv) is tuple:
+                return (False, argv[1][4:])
+            cmd = self.state.registry.lookup(argv[0])
+            if cmd is not None and cmd.subcommands and len(argv) >= 2:
+                cmd = cmd.subcommands.get(argv[1].lower())
+            if cmd is None:
+                return (False, INVALID_ACL_COMMAND)
+            return (True, acl_refusal(self.state, self.run_caller(), cmd, argv) is None)
+        except Exception:  # noqa: BLE001
+            log.exception("redis.acl_check_cmd failed inside fakekey")
+            return (False, b"internal error")
+
+    def log(self, level: int, message: bytes) -> None:
+        levels = {"debug": 0, "verbose": 1, "notice": 2, "warning": 3, "nothing": 4}
+        if level >= levels.get(self.state.config["loglevel"], 2):
+            log.log((logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)[level],
+                    "%s", message.decode("utf-8", "replace"))
+
+    def should_stop(self) -> bytes | None:
+        run = self.run
+        if run is None:
+            return None
+        if self.runner.server_stopping():
+            run.aborted = True
+        return run.stop_reason()
+
+    def random(self) -> float:
+        return self.runner.rand.random()
+
+    def randomseed(self, seed: int) -> None:
+        self.runner.rand.seed(int(seed))
+
+    # --- redis.call -------------------------------------------------------------------
+
+    def run_caller(self) -> Client | None:
+        return self.run.caller if self.run is not None else None
+
+    @staticmethod
+    def _argv(args: tuple) -> list[bytes] | tuple:
+        if not args:
+            return (2, NO_ARGUMENTS, False)
+        argv = []
+        for arg in args:
+            kind = type(arg)
+            if kind is bytes:
+                argv.append(arg)
+            elif kind is int or kind is float:
+                argv.append(number_argument(arg))
+            else:
+                return (2, BAD_ARGUMENT, False)
+        return argv
+
+    def _execute(self, resp3: bool, argv: list[bytes]) -> tuple:
+        state = self.state
+        run = self.run
+        cmd = state.lookup_command(argv)
+        if type(cmd) is ReplyError:
+            return self._refused(self._lookup_error(cmd, argv))
+        if "noscript" in cmd.flags:
+            return self._refused(NOT_ALLOWED, cmd)
+        refusal = acl_refusal(state, run.caller if run else None, cmd, argv)
+        if refusal is not None:
+            return self._refused(refusal, cmd)
+        if run is not None and run.read_only and (
+                not _WRITE_FLAGS.isdisjoint(cmd.flags) or cmd.name in _MAY_REPLICATE):
+            return self._refused(READ_ONLY_WRITE, cmd)
+        if run is not None and ("write" in cmd.flags or cmd.name in _MAY_REPLICATE):
+            run.side_effects = True
+            run.dirty = run.dirty or "write" in cmd.flags
+        client = self.client
+        if client.protocol != (3 if resp3 else 2):
+            client.set_protocol(3 if resp3 else 2)
+        # The caller stays the current client (its own pub/sub messages come after its
+        # reply, as in Valkey); what runs now is this command (keymiss events read it).
+        caller = run.caller if run is not None else None
+        outer = caller.cmd if caller is not None else None
+        if caller is not None:
+            caller.cmd = cmd
+        try:
+            reply = state.run_command(client, cmd, argv)
+        finally:
+            if caller is not None:
+                caller.cmd = outer
+        return reply_to_lua(reply, resp3, self.sandbox)
+
+    def _lookup_error(self, err: ReplyError, argv: list[bytes]) -> bytes:
+        if self.state.registry.lookup(argv[0]) is None:
+            return UNKNOWN_COMMAND
+        if err.message.startswith(b"ERR wrong number of arguments"):
+            return WRONG_ARITY
+        return err.message  # an unknown subcommand: the container's own answer
+
+    def _refused(self, message: bytes, cmd: Command | None = None) -> tuple:
+        """A command the script may not run: Valkey counts the error, then hands it to
+        the script as a command error."""
+        if cmd is not None:
+            cmd.rejected_calls += 1
+        self.state._count_error(ReplyError(message))
+        return (2, lua_error_text(message), True)
+
+    # --- one run ---------------------------------------------------------------------------
+
+    def begin(self, run: ScriptRun) -> None:
+        self.run = run
+        client = self.client
+        caller = run.caller
+        client.db = caller.db
+        client.user = caller.user
+        if client.protocol != 2:
+            client.set_protocol(2)
+
+    def end(self) -> None:
+        self.run = None
+
+
+def acl_refusal(state: ServerState, caller: Client | None, cmd: Command, argv: list[bytes]) -> bytes | None:
+    """The one place a script's command meets ACL: the refusal text (Valkey: "ACL failure
+    in script: ..."), or None when allowed. fakekey has no ACL layer yet: everything is
+    allowed; the ACL work plugs its check in here."""
+    return None
+
+
+# --- runs and the runner -------------------------------------------------------------------
+
+
+class RunProfile:
+    """What the runner learned about one script or function: whether its runs end well
+    within busy-reply-threshold, so that the next one may run inline."""
+
+    __slots__ = ("quick",)
+
+    def __init__(self) -> None:
+        self.quick = False  # a first run always goes to the script thread
+
+
+class ScriptRun:
+    """One execution of a script (EVAL) or a function (FCALL)."""
+
+    # the blocking machinery treats the caller's `blocked` marker as an inactive waiter
+    active = False
+
+    def __init__(
+        self,
+        bridge: CommandBridge,
+        caller: Client,
+        fn: Any,
+        keys: list[bytes],
+        args: list[bytes],
+        *,
+        as_function: bool = False,
+        read_only: bool = False,
+        funcname: bytes = b"",
+        profile: RunProfile | None = None,
+    ) -> None:
+        self.bridge = bridge
+        self.caller = caller
+        self.fn = fn
+        self.keys = keys
+        self.args = args
+        self.as_function = as_function
+        self.read_only = read_only
+        self.funcname = funcname
+        self.profile = profile
+        self.finished = False
+        self.detached = False  # past the threshold: the server is BUSY
+        self.done: Any = None
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.worker_ident = 0
+        self.after_script: list[tuple[Callable[..., Any], tuple]] = []
+        self.reset()
+
+    def reset(self) -> None:
+        """The state of a run that has not started (again)."""
+        self.dirty = False  # it ran a write command: SCRIPT KILL can no longer stop it
+        self.side_effects = False  # it wrote or published: it cannot be run again
+        self.killed = False
+        self.aborted = False
+        self.inline_deadline = 0.0  # running inline on the loop thread: when to hand over
+        self.restart = False  # stopped at that deadline, to run again on the script thread
+        self.result: Converted | None = None
+
+    def perform(self) -> None:
+        """Run the script (on whichever thread calls this) and convert its outcome."""
+        bridge = self.bridge
+        state = bridge.state
+        blocking_before = state.deny_blocking
+        state.deny_blocking = True
+        bridge.begin(self)
+        try:
+            outcome = bridge.sandbox.run(self.fn, self.keys, self.args, as_function=self.as_function)
+            self.result = outcome_to_reply(outcome, self.caller.protocol, self.funcname)
+        except Exception as err:  # noqa: BLE001 - the caller always gets an answer
+            log.exception("script run failed inside fakekey")
+            message = ReplyError(f"ERR Error running script: {type(err).__name__}")
+            self.result = Converted(message, [message])
+        finally:
+            bridge.end()
+            state.deny_blocking = blocking_before
+
+    def stop_reason(self) -> bytes | None:
+        """Asked by the sandbox's count hook: the kill error when the run must stop."""
+        if self.killed or self.aborted:
+            return KILLED_FUNCTION if self.as_function else KILLED_EVAL
+        if self.inline_deadline and time.monotonic() >= self.inline_deadline:
+            if not self.side_effects:
+                self.restart = True  # untouched data: run it again on the script thread
+                return KILLED_FUNCTION if self.as_function else KILLED_EVAL
+            self.inline_deadline = 0.0  # it has written: it finishes here, inline
+        return None
+
+    # --- while the server is BUSY ------------------------------------------------------------
+
+    def on_script_thread(self) -> bool:
+        return threading.get_ident() == self.worker_ident
+
+    def defer(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run `fn` on the event loop (the script thread must not touch sockets)."""
+        if self.loop is not None:
+            self.loop.call_soon_threadsafe(fn, *args)
+
+    def after(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run `fn` when the script has ended (it touches data the script owns)."""
+        self.after_script.append((fn, args))
+
+    def refuse(self, client: Client, cmd: Command, argv: list[bytes]) -> ReplyError | None:
+        """What a command sent while this script keeps the server BUSY gets: None for the
+        commands flagged allow_busy, Valkey's BUSY error for the others."""
+        busy = BUSY_FUNCTION if self.as_function else BUSY_EVAL
+        if "allow_busy" in cmd.flags:
+            if cmd.name != "shutdown" or any(arg.upper() == b"NOSAVE" for arg in argv[1:]):
+                return None
+            return busy  # only SHUTDOWN NOSAVE may stop the server now
+        cmd.rejected_calls += 1
+        if cmd.name == "exec":
+            from fakekey.commands.transactions import end_transaction
+
+            end_transaction(client)
+            return ReplyError(b"EXECABORT Transaction discarded because of: " + busy.message)
+        if client.in_multi:
+            client.multi_error = True
+        return busy
+
+
+class ScriptRunner:
+    """Runs scripts, and keeps the BUSY mode; one per server.
+
+    A script's first run goes to the script thread: the loop thread waits for it up to
+    busy-reply-threshold and declares the server BUSY past it. A script whose runs end
+    well within the threshold (`RunProfile.quick`) runs inline on the loop thread, with
+    no handover at all; if such a run reaches the threshold before it has written or
+    published anything, the sandbox's hook stops it and it runs again from the start on
+    the script thread (nothing of the first attempt is visible), where it keeps the
+    server BUSY as Valkey would. A quick script that has already written when it reaches
+    the threshold finishes inline: the server stays blocked rather than BUSY until then.
+    """
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.rand = Rand48()
+        # held by the script thread while it runs a command: the loop thread takes it
+        # before declaring the server BUSY, so no command is caught half-way
+        self.guard = threading.Lock()
+        self._wake = threading.Lock()
+        self._wake.acquire()
+        self._job: ScriptRun | None = None
+        self._thread: threading.Thread | None = None
+
+    def execute(self, run: ScriptRun) -> Any:
+        """Run a script for its caller: its reply, or NO_REPLY when it went past the
+        busy threshold (the reply comes when it ends)."""
+        state = self.state
+        threshold = state.config["busy-reply-threshold"] / 1000
+        loop = _running_loop()
+        if threshold <= 0 or state.deny_blocking or loop is None:
+            run.perform()  # no BUSY mode: no threshold, inside EXEC, or no event loop
+            return self.deliver(run)
+        started = time.monotonic()
+        profile = run.profile
+        if profile is not None and profile.quick:
+            if self._run_inline(run, started + threshold):
+                self._learn(profile, started, threshold)
+                return self.deliver(run)
+            profile.quick = False
+        return self._hand_over(run, loop, started + threshold, profile)
+
+    def _run_inline(self, run: ScriptRun, deadline: float) -> bool:
+        """Run on this thread; False when stopped at the deadline, to run again."""
+        rand_before = self.rand.state
+        run.inline_deadline = deadline
+        run.perform()
+        if not run.restart:
+            return True
+        self.rand.state = rand_before  # the run again draws the same random numbers
+        run.reset()
+        return False
+
+    def _hand_over(self, run: ScriptRun, loop: asyncio.AbstractEventLoop, deadline: float,
+                   profile: RunProfile | None) -> Any:
+        started = time.monotonic()
+        self._ensure_thread()
+        run.done = done = threading.Lock()
+        done.acquire()
+        self._job = run
+        self._wake.release()
+        if done.acquire(timeout=max(0.0, deadline - started)):
+            if profile is not None:
+                self._learn(profile, started, deadline - started)
+            return self.deliver(run)
+        with self.guard:
+            if run.finished:
+                return self.deliver(run)
+            run.detached = True
+            run.loop = loop
+            self.state.busy_script = run
+        run.caller.blocked = run
+        return NO_REPLY
+
+    @staticmethod
+    def _learn(profile: RunProfile, started: float, threshold: float) -> None:
+        profile.quick = time.monotonic() - started < threshold / 4
+
+    def deliver(self, run: ScriptRun) -> Any:
+        """The reply, once its error replies are counted as Valkey counts them."""
+        result = run.result
+        assert result is not None
+        for err in result.counted_errors:
+            self.state._count_error(err)
+        reply = result.reply
+        if isinstance(reply, ReplyError) and result.counted_errors and run.caller.cmd is not None:
+            run.caller.cmd.failed_calls += 1
+        return reply
+
+    def server_stopping(self) -> bool:
+        future = self.state.shutdown_requested
+        return future is not None and future.done()
+
+    # --- the script thread ----------------------------------------------------------------------
+
+    def _ensure_thread(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="fakekey-scripts", daemon=True)
+            self._thread.start()
+
+    def _work(self) -> None:
+        while True:
+            if not self._wake.acquire(timeout=1.0):
+                if self.server_stopping():  # the server is gone: so is its script thread
+                    self._thread = None
+                    return
+                continue
+            run = self._job
+            self._job = None
+            if run is None:
+                continue
+            run.worker_ident = threading.get_ident()
+            run.perform()
+            with self.guard:
+                run.finished = True
+                detached = run.detached
+            if not detached:
+                run.done.release()
+                continue
+            with contextlib.suppress(RuntimeError):  # the loop is gone: the server stopped
+                run.loop.call_soon_threadsafe(self._complete, run)
+
+    def _complete(self, run: ScriptRun) -> None:
+        """On the loop thread, when a BUSY script has ended: answer its client, do what
+        waited for the script's end, serve blocked clients, resume the client."""
+        state = self.state
+        if state.busy_script is run:
+            state.busy_script = None
+        caller = run.caller
+        if caller.blocked is run:
+            caller.blocked = None
+        reply = self.deliver(run)
+        if not run.aborted:  # stopped with the server: its client is not answered
+            caller.send(reply)
+        for fn, args in run.after_script:
+            fn(*args)
+        state.blocking.expire_timeouts()
+        state.blocking.serve()
+        connection = caller.connection
+        if connection is not None:
+            connection.resume()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def runner_of(state: ServerState) -> ScriptRunner:
+    """The server's script runner (created on first use)."""
+    runner = state.script_runner
+    if runner is None:
+        runner = state.script_runner = ScriptRunner(state)
+    return runner
+
+
+def kill_running_script(state: ServerState, *, from_eval: bool) -> Any:
+    """SCRIPT KILL (from_eval) / FUNCTION KILL."""
+    run = state.busy_script
+    if run is None:
+        raise NOTBUSY
+    if run.dirty:
+        raise UNKILLABLE
+    if from_eval and run.as_function:
+        raise BUSY_FUNCTION
+    if not from_eval and not run.as_function:
+        raise BUSY_EVAL
+    run.killed = True
+    return OK
+
+
+def busy_error(state: ServerState) -> ReplyError | None:
+    """The BUSY error while a script keeps the server busy (for allow_busy commands that
+    still refuse, like FUNCTION STATS during an EVAL), else None."""
+    run = state.busy_script
+    if run is None:
+        return None
+    return BUSY_FUNCTION if run.as_function else BUSY_EVAL
