@@ -381,3 +381,11 @@ def test_errorstats_names_the_error_code(r2):
 def test_unknown_command_text_stops_at_nul(r2):
     assert r2.call("FO\0O", "a\0b", "c") == (
         "-", b"ERR unknown command 'FO', with args beginning with: 'a' 'c' ")
+
+
+def test_info_counts_cached_scripts(r2):
+    r2.call("SCRIPT", "FLUSH")
+    r2.call("EVAL", "return 1", "0")
+    r2.call("SCRIPT", "LOAD", "return 2")
+    lines = r2.call("INFO", "memory")[1].decode().split("\r\n")
+    assert "number_of_cached_scripts:2" in lines
