@@ -13,7 +13,7 @@ from fakekey import VALKEY_VERSION, __version__
 from fakekey.blocking import Blocking
 from fakekey.clock import Clock
 from fakekey.commands import load_all
-from fakekey.commands.args import wrong_args
+from fakekey.commands.args import c_text, wrong_args
 from fakekey.commands.hashes import expire_hash_fields
 from fakekey.commands.registry import REGISTRY, Command
 from fakekey.config import Config, parse_obuf_limits
@@ -271,20 +271,15 @@ def error_code(message: bytes) -> str:
     return (message[:space] if space > 0 else b"ERR").decode("utf-8", "replace")
 
 
-def _c_string(raw: bytes) -> bytes:
-    """What C's %s prints of a buffer: up to its first NUL."""
-    return raw.split(b"\0", 1)[0]
-
-
 def unknown_command(argv: list[bytes]) -> ReplyError:
     """Valkey's text: the name cut at 128 bytes, then quoted args up to 128 bytes in all."""
     args = b""
     for arg in argv[1:]:
         if len(args) >= 128:
             break
-        args += b"'" + _c_string(arg)[: 128 - len(args)] + b"' "
+        args += b"'" + c_text(arg)[: 128 - len(args)] + b"' "
     return ReplyError(
-        b"ERR unknown command '" + _c_string(argv[0])[:128] + b"', with args beginning with: " + args
+        b"ERR unknown command '" + c_text(argv[0])[:128] + b"', with args beginning with: " + args
     )
 
 

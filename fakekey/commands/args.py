@@ -131,3 +131,8 @@ def parse_timeout(raw: bytes, now_ms: int) -> int:
     if ticks > LLONG_MAX - now_ms:
         raise TIMEOUT_RANGE
     return ticks + now_ms
+
+
+def c_text(raw: bytes) -> bytes:
+    """An argument as C's %s prints it in an error: up to a NUL, CR/LF made spaces."""
+    return raw.split(b"\0", 1)[0].replace(b"\r", b" ").replace(b"\n", b" ")

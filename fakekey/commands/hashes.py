@@ -26,9 +26,8 @@ from fakekey.commands.args import (
     wrong_args,
 )
 from fakekey.commands.registry import command, keys_range
-from fakekey.commands.sets import parse_cursor
+from fakekey.commands.scan import parse_cursor, parse_scan_options
 from fakekey.commands.strings import ld_format, ld_parse, ld_round
-from fakekey.glob import glob_match
 from fakekey.keyspace import Database
 from fakekey.resp.replies import OK, ReplyError
 from fakekey.types.hash import HashValue
@@ -48,7 +47,6 @@ OUT_OF_RANGE = ReplyError("ERR value is out of range")
 NX_CONFLICT = ReplyError("ERR NX and XX, GT or LT options at the same time are not compatible")
 GT_LT_CONFLICT = ReplyError("ERR GT and LT options at the same time are not compatible")
 
-SCAN_DEFAULT_COUNT = 10
 LONG_MAX_HALF = LLONG_MAX // 2  # HRANDFIELD WITHVALUES refuses counts past +-LONG_MAX/2
 MS, SECONDS = 1, 1000  # units of an expiry argument, in ms
 
@@ -381,41 +379,19 @@ def hscan(c: Client, argv: list[bytes]) -> Any:
     h = lookup_hash(c, argv[1])
     if h is None:
         return [b"0", []]
-    count, pattern, novalues = parse_hscan_options(argv)
+    options = parse_scan_options(argv, 3, "hash")
     if h.hashtable:
-        cursor, fields = h.scan(cursor, count)
+        cursor, fields = h.scan(cursor, options.count)
     else:
         cursor, fields = 0, list(h.fields)  # a listpack is answered in one go
-    if pattern is not None:
-        fields = [f for f in fields if glob_match(pattern, f)]
-    if novalues:
+    if options.matches is not None:
+        fields = [f for f in fields if options.matches(f)]
+    if options.novalues:
         items = fields
     else:
         values = h.fields
         items = [x for f in fields for x in (f, values[f])]
     return [b"%d" % cursor, items]
-
-
-def parse_hscan_options(argv: list[bytes]) -> tuple[int, bytes | None, bool]:
-    """COUNT, MATCH and NOVALUES (scanGenericCommand's rules for a hash)."""
-    count, pattern, novalues = SCAN_DEFAULT_COUNT, None, False
-    i, argc = 3, len(argv)
-    while i < argc:
-        option = argv[i].lower()
-        if option == b"count" and i + 1 < argc:
-            count = parse_int(argv[i + 1])
-            if count < 1:
-                raise SYNTAX
-            i += 2
-        elif option == b"match" and i + 1 < argc:
-            pattern = argv[i + 1]
-            i += 2
-        elif option == b"novalues":
-            novalues = True
-            i += 1
-        else:
-            raise SYNTAX
-    return count, (None if pattern == b"*" else pattern), novalues
 
 
 # --- field expiry: shared parsing ----------------------------------------------------------

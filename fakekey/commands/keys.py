@@ -14,10 +14,12 @@ from fakekey.commands.args import (
     LLONG_MIN,
     NO_SUCH_KEY,
     SYNTAX,
+    c_text,
     parse_int,
     try_int,
 )
 from fakekey.commands.registry import command, container, keys_range
+from fakekey.commands.scan import parse_cursor, parse_scan_options
 from fakekey.glob import Matcher, compile_glob
 from fakekey.keyspace import STRING_TYPES, Database, type_name
 from fakekey.resp.replies import OK, ReplyError, Simple
@@ -28,11 +30,6 @@ MULTI_SHARD = "request_policy:multi_shard response_policy:agg_sum"
 
 SAME_OBJECT = ReplyError("ERR source and destination objects are the same")
 INT_RANGE = ReplyError("ERR value is out of range, value must between -2147483648 and 2147483647")
-
-
-def c_text(raw: bytes) -> bytes:
-    """An argument as Valkey's %s prints it in an error: cut at NUL, CR/LF as spaces."""
-    return raw.split(b"\0", 1)[0].replace(b"\r", b" ").replace(b"\n", b" ")
 
 
 def peek(db: Database, key: bytes) -> Any:
@@ -304,32 +301,6 @@ def keys_(c: Client, argv: list[bytes]) -> Any:
     return live_keys(db, list(filter(compile_glob(pattern), db.data)))
 
 
-SCAN_TYPES = frozenset((b"string", b"list", b"set", b"zset", b"hash", b"stream"))
-_U64 = 2**64 - 1
-INVALID_CURSOR = ReplyError("ERR invalid cursor")
-
-
-def parse_cursor(raw: bytes) -> int:
-    """Valkey's string2ull: a canonical integer that is not negative, else what C's
-    strtoull takes whole (leading blanks, '+', leading zeros, '-' wrapping around)."""
-    value = try_int(raw)
-    if value is not None:
-        if value < 0:
-            raise INVALID_CURSOR
-        return value
-    text = raw.lstrip(b" \t\n\v\f\r")
-    sign = 1
-    if text[:1] in (b"+", b"-"):
-        sign = -1 if text[:1] == b"-" else 1
-        text = text[1:]
-    if not text.isdigit():  # bytes.isdigit: ASCII digits only, False when empty
-        raise INVALID_CURSOR
-    magnitude = int(text)
-    if magnitude > _U64:
-        raise INVALID_CURSOR  # ERANGE
-    return magnitude if sign > 0 else (-magnitude) & _U64
-
-
 # SCAN visits keys in the order of their hash (stable for the life of the process); a
 # cursor is a hash shifted into the unsigned range, so cursor order is hash order.
 _HASH_OFFSET = 2**63
@@ -377,38 +348,6 @@ def scan_page(
     return (cursor_of(order[i]) if i < size else 0), found
 
 
-def scan_options(argv: list[bytes]) -> tuple[int, Matcher | None, bytes | None]:
-    """COUNT, MATCH and TYPE of SCAN, checked in argument order as Valkey does."""
-    count = 10
-    matches: Matcher | None = None
-    kind: bytes | None = None
-    i = 2
-    argc = len(argv)
-    while i < argc:
-        opt = argv[i].upper()
-        has_value = i + 1 < argc
-        if opt == b"COUNT" and has_value:
-            count = parse_int(argv[i + 1])
-            if count < 1:
-                raise SYNTAX
-        elif opt == b"MATCH" and has_value:
-            pattern = argv[i + 1]
-            matches = None if pattern == b"*" else compile_glob(pattern)
-        elif opt == b"TYPE" and has_value:
-            kind = argv[i + 1].lower()
-            if kind not in SCAN_TYPES:
-                name = c_text(argv[i + 1])
-                raise ReplyError(b"ERR unknown type name '" + name + b"'")
-        elif opt == b"NOVALUES":
-            raise ReplyError("ERR NOVALUES option can only be used in HSCAN")
-        elif opt == b"NOSCORES":
-            raise ReplyError("ERR NOSCORES option can only be used in ZSCAN")
-        else:
-            raise SYNTAX
-        i += 2
-    return count, matches, kind
-
-
 @command("scan", -2, "readonly", acl=KEYSPACE, group=G, since="2.8.0",
          tips="nondeterministic_output request_policy:special response_policy:special",
          complexity="O(1) for every call. O(N) for a complete iteration, including enough "
@@ -418,8 +357,8 @@ def scan_options(argv: list[bytes]) -> tuple[int, Matcher | None, bytes | None]:
          "present for a whole iteration is returned.")
 def scan(c: Client, argv: list[bytes]) -> Any:
     cursor = parse_cursor(argv[1])
-    count, matches, kind = scan_options(argv)
-    next_cursor, found = scan_page(c.db, cursor, count, matches, kind)
+    options = parse_scan_options(argv, 2, None)
+    next_cursor, found = scan_page(c.db, cursor, options.count, options.matches, options.type_name)
     return [str(next_cursor).encode(), found]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from fakekey.client import Client
 from fakekey.commands.args import LLONG_MIN, SYNTAX, WRONGTYPE, parse_int, try_int
 from fakekey.commands.registry import command, keys_numkeys, keys_range
-from fakekey.glob import glob_match
+from fakekey.commands.scan import parse_cursor, parse_scan_options
 from fakekey.resp.replies import ReplyError, SetReply
 from fakekey.types.set import HASHTABLE, INTSET, LISTPACK, SetLimits, SetValue, is_integer
 
@@ -26,15 +26,12 @@ SRANDMEMBER_RANGE = ReplyError(
 NUMKEYS = ReplyError("ERR numkeys should be greater than 0")
 TOO_MANY_KEYS = ReplyError("ERR Number of keys can't be greater than number of args")
 LIMIT_NEGATIVE = ReplyError("ERR LIMIT can't be negative")
-INVALID_CURSOR = ReplyError("ERR invalid cursor")
 
 # SPOP with a count pops members one by one while remainder * this > count; otherwise
 # the members to keep move to a new set (Valkey's SPOP_MOVE_STRATEGY_MUL).
 SPOP_MOVE_STRATEGY_MUL = 5
 # SRANDMEMBER copies the set and drops members when count * this > size.
 SRANDMEMBER_SUB_STRATEGY_MUL = 3
-SCAN_DEFAULT_COUNT = 10
-UINT64 = 2**64
 C_SPACE = b" \t\n\v\f\r"
 
 
@@ -466,52 +463,6 @@ def sdiffstore(c: Client, argv: list[bytes]) -> Any:
 # --- SSCAN ---------------------------------------------------------------------------------
 
 
-def parse_cursor(raw: bytes) -> int:
-    """Valkey's string2ull: a plain integer (negative refused), else strtoull's forms
-    (leading C spaces, a sign, decimal digits; a negative wraps modulo 2**64)."""
-    text = raw.split(b"\0", 1)[0]  # the C string ends at the first NUL
-    value = try_int(text)
-    if value is not None:
-        if value < 0:
-            raise INVALID_CURSOR
-        return value
-    body = text.lstrip(C_SPACE)
-    negative = body[:1] == b"-"
-    if body[:1] in (b"+", b"-"):
-        body = body[1:]
-    if not body.isdigit():
-        raise INVALID_CURSOR
-    value = int(body)
-    if value >= UINT64:
-        raise INVALID_CURSOR
-    return -value % UINT64 if negative else value
-
-
-def parse_scan_options(argv: list[bytes], start: int) -> tuple[int, bytes | None]:
-    """COUNT and MATCH; the options of the other SCANs are refused with Valkey's texts."""
-    count = SCAN_DEFAULT_COUNT
-    pattern: bytes | None = None
-    i = start
-    while i < len(argv):
-        option = argv[i].lower()
-        has_value = i + 1 < len(argv)
-        if option == b"count" and has_value:
-            count = parse_int(argv[i + 1])
-            if count < 1:
-                raise SYNTAX
-            i += 2
-        elif option == b"match" and has_value:
-            pattern = argv[i + 1]
-            i += 2
-        elif option == b"novalues":
-            raise ReplyError("ERR NOVALUES option can only be used in HSCAN")
-        elif option == b"noscores":
-            raise ReplyError("ERR NOSCORES option can only be used in ZSCAN")
-        else:
-            raise SYNTAX
-    return count, (None if pattern == b"*" else pattern)
-
-
 @command("sscan", -3, "readonly", keys=keys_range(1, flags="RO access"), acl="set", group=G,
          since="2.8.0",
          complexity="O(1) for every call. O(N) for a complete iteration, including enough "
@@ -524,11 +475,11 @@ def sscan(c: Client, argv: list[bytes]) -> Any:
     s = lookup_set(c, argv[1])
     if s is None:
         return [b"0", []]
-    count, pattern = parse_scan_options(argv, 3)
+    options = parse_scan_options(argv, 3, "set")
     if s.enc == INTSET or s.enc == LISTPACK:
         cursor, members = 0, s.ordered()  # a compact encoding is answered in one go
     else:
-        cursor, members = s.scan(cursor, count)
-    if pattern is not None:
-        members = [m for m in members if glob_match(pattern, m)]
+        cursor, members = s.scan(cursor, options.count)
+    if options.matches is not None:
+        members = [m for m in members if options.matches(m)]
     return [str(cursor).encode(), list(members)]

@@ -16,17 +16,15 @@ from typing import Any
 
 from fakekey.client import Client
 from fakekey.commands.args import (
-    NOT_INTEGER,
     SYNTAX,
     WRONGTYPE,
     parse_float,
     parse_int,
     parse_timeout,
-    try_int,
     wrong_args,
 )
 from fakekey.commands.registry import command, keys_numkeys, keys_range
-from fakekey.glob import compile_glob
+from fakekey.commands.scan import U64, parse_cursor, parse_scan_options
 from fakekey.resp.encoder import format_double
 from fakekey.resp.replies import NULL_ARRAY, ReplyError
 from fakekey.types.zset import (
@@ -66,9 +64,6 @@ OUT_OF_RANGE = ReplyError("ERR value is out of range")
 RANDMEMBER_RANGE = ReplyError(
     "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
 )
-NOVALUES = ReplyError("ERR NOVALUES option can only be used in HSCAN")
-INVALID_CURSOR = ReplyError("ERR invalid cursor")
-U64 = 2**64 - 1
 
 # The forms Valkey's strtod takes: decimals with an optional exponent, inf/infinity; no
 # spaces, no hex, no nan.
@@ -961,58 +956,9 @@ def zintercard(c: Client, argv: list[bytes]) -> Any:
 # --- ZSCAN ---------------------------------------------------------------------------------
 
 
-def parse_cursor(raw: bytes) -> int:
-    """parseScanCursorOrReply (string2ull): a canonical integer must not be negative;
-    anything else is what strtoull takes whole (blanks, a sign, digits; `-` wraps)."""
-    text = raw.split(b"\0", 1)[0]  # the C string ends at a NUL
-    value = try_int(text)
-    if value is not None:
-        if value < 0:
-            raise INVALID_CURSOR
-        return value
-    text = text.lstrip(b" \t\n\v\f\r")
-    negative = text[:1] == b"-"
-    if text[:1] in (b"+", b"-"):
-        text = text[1:]
-    if not text.isdigit():
-        raise INVALID_CURSOR
-    value = int(text)
-    if value > U64:
-        raise INVALID_CURSOR  # ERANGE
-    return (-value) & U64 if negative else value
-
-
 def scan_hash(member: bytes) -> int:
     """A member's place in ZSCAN order: its (per-process stable) hash, unsigned."""
     return hash(member) & U64
-
-
-def zscan_options(argv: list[bytes]) -> tuple[int, Any, bool]:
-    """COUNT, MATCH and NOSCORES, in argument order as scanGenericCommand checks them."""
-    count = 10
-    matcher = None
-    noscores = False
-    i = 3
-    argc = len(argv)
-    while i < argc:
-        opt = argv[i].upper()
-        if opt == b"COUNT" and i + 1 < argc:
-            count = parse_int(argv[i + 1], NOT_INTEGER)
-            if count < 1:
-                raise SYNTAX
-            i += 2
-        elif opt == b"MATCH" and i + 1 < argc:
-            pattern = argv[i + 1]
-            matcher = None if pattern == b"*" else compile_glob(pattern)
-            i += 2
-        elif opt == b"NOVALUES":
-            raise NOVALUES
-        elif opt == b"NOSCORES":
-            noscores = True
-            i += 1
-        else:
-            raise SYNTAX
-    return count, matcher, noscores
 
 
 def scan_page(zs: ZSet, cursor: int, count: int) -> tuple[int, list[bytes]]:
@@ -1047,10 +993,11 @@ def zscan(c: Client, argv: list[bytes]) -> Any:
     zs = lookup_zset(c, argv[1])
     if zs is None:
         return [b"0", []]
-    count, matcher, noscores = zscan_options(argv)
+    options = parse_scan_options(argv, 3, "zset")
+    matcher, noscores = options.matches, options.noscores
     if zs.skiplist:
         # a skiplist's scan prints scores with %.17g; a listpack answers its stored text
-        cursor, members = scan_page(zs, cursor, count)
+        cursor, members = scan_page(zs, cursor, options.count)
         pairs = [(m, b"%.17g" % zs.scores[m]) for m in members]
     else:
         cursor = 0
