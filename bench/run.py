@@ -3,12 +3,15 @@
     .venv/bin/python bench/run.py                       # every workload, -P 1 and -P 16
     .venv/bin/python bench/run.py --tests set,get --pipeline 1 --requests 20000
     .venv/bin/python bench/run.py --fakekey-url redis://127.0.0.1:6380 --only fakekey
+    .venv/bin/python bench/run.py --tests zset,stream   # groups of workloads (see --list)
+    .venv/bin/python bench/run.py --quick               # a smoke run of every group in seconds
     .venv/bin/python bench/run.py --list
 
 Prints one table per pipeline depth (requests/s on each server, the ratio fakekey/valkey,
-p50/p99 latency) and writes every result as JSON (default bench/results/<timestamp>.json).
-A workload is a row of WORKLOADS: a redis-benchmark test or command line with an optional
-setup step (prefill), or a Python function that measures what redis-benchmark cannot.
+p50/p99 latency), a table of sorted-set operations at 10K vs 1M members, and writes every
+result as JSON (default bench/results/<timestamp>.json). A workload is a row of WORKLOADS:
+a redis-benchmark test or command line with an optional setup step (prefill), or a Python
+function that measures what redis-benchmark cannot.
 """
 
 from __future__ import annotations
@@ -16,24 +19,29 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import functools
+import hashlib
 import io
+import itertools
 import json
 import math
 import platform
+import selectors
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from fakekey.testing.raw import RawClient, encode_command
+from fakekey.testing.raw import RawClient, encode_command, plain
 from fakekey.testing.targets import ValkeyTarget, find_valkey_binary, free_port
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -73,11 +81,14 @@ class Measurement:
     p95_ms: float | None = None
     p99_ms: float | None = None
     max_ms: float | None = None
+    # Figures a Python workload reports besides `rps`, e.g. {"publish/s": 9000.0}.
+    extra: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
 class Result:
-    """One workload on one server at one pipeline depth; `note` says why it has no numbers."""
+    """One workload on one server at one pipeline depth; `note` says why it has no numbers.
+    `setup_s` is how long the setup step (prefill) took."""
 
     workload: str
     server: str
@@ -86,6 +97,7 @@ class Result:
     clients: int
     measurement: Measurement | None = None
     note: str = ""
+    setup_s: float | None = None
 
 
 class WorkloadFailed(Exception):
@@ -174,20 +186,45 @@ def missing_commands(endpoint: Endpoint, names: Sequence[str]) -> list[str] | No
     return [name for name, (_, info) in zip(names, entries) if info is None]
 
 
-def prefill(endpoint: Endpoint, commands: Iterable[Sequence[Any]], batch: int = 200) -> int:
+Command = Sequence[Any] | bytes
+
+
+def prefill(endpoint: Endpoint, commands: Iterable[Command], batch: int = 200) -> int:
     """Send `commands` pipelined, `batch` per round trip; raise on the first error reply.
-    Returns how many commands ran. Use variadic commands (RPUSH/ZADD with many members each)
-    for big keys: a 1,000,000-member sorted set is 1,000 ZADDs of 1,000 pairs."""
+    Returns how many commands ran. A command is its arguments, or bytes already encoded by
+    encode_command (to reuse a big prefill without encoding it again). Use variadic commands
+    (RPUSH/ZADD with many members each) for big keys: a 1,000,000-member sorted set is
+    1,000 ZADDs of 1,000 pairs."""
     sent = 0
     with raw_client(endpoint, timeout=120.0) as client:
         for chunk in _chunks(commands, batch):
-            client.send_raw(b"".join(encode_command(*command) for command in chunk))
+            client.send_raw(b"".join(_encoded(command) for command in chunk))
             for command in chunk:
                 kind, value = client.read()
                 if kind == "-":
-                    raise WorkloadFailed(f"prefill {command[0]!s}: {short_error(value.decode(errors='replace'))}")
+                    error = short_error(value.decode(errors="replace"))
+                    raise WorkloadFailed(f"prefill {_command_name(command)}: {error}")
             sent += len(chunk)
     return sent
+
+
+def _encoded(command: Command) -> bytes:
+    return command if isinstance(command, bytes) else encode_command(*command)
+
+
+def _command_name(command: Command) -> str:
+    if isinstance(command, bytes):  # *<n>\r\n$<len>\r\n<name>\r\n...
+        return command.split(b"\r\n", 3)[2].decode(errors="replace")
+    return str(command[0])
+
+
+def call(endpoint: Endpoint, *args: Any) -> Any:
+    """One command on a fresh connection; its reply as plain values. Raises on an error reply."""
+    with raw_client(endpoint) as client:
+        kind, value = client.call(*args)
+    if kind == "-":
+        raise WorkloadFailed(f"{args[0]}: {short_error(value.decode(errors='replace'))}")
+    return plain((kind, value))
 
 
 def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
@@ -232,17 +269,35 @@ Setup = Callable[[Endpoint, RunSettings], None]
 
 
 @dataclass(frozen=True)
+class Scaling:
+    """Marks a workload as `operation` on a sorted set of `size` members, so the report can
+    set the same operation at different sizes side by side."""
+
+    operation: str
+    size: int
+
+
+@dataclass(frozen=True)
 class BenchmarkWorkload:
     """A redis-benchmark run: a built-in test (`test`, its -t name) or a command line
-    (`command`, where __rand_int__ draws from 0..keyspace-1). `setup` runs first (prefill)."""
+    (`command`, where __rand_int__ draws from 0..keyspace-1). `setup` runs first (prefill).
+    `max_requests` caps the run, e.g. for pops that must not empty a prefilled key."""
 
     name: str
     requires: tuple[str, ...]
+    group: str = ""
     test: str | None = None
     command: tuple[str, ...] = ()
     keyspace: int | None = 100_000
     setup: Setup | None = None
+    max_requests: int | None = None
+    scaling: Scaling | None = None
     pipelinable: bool = True
+
+    def effective(self, settings: RunSettings) -> RunSettings:
+        if self.max_requests is None:
+            return settings
+        return replace(settings, requests=min(settings.requests, self.max_requests))
 
     def argv(self, endpoint: Endpoint, settings: RunSettings) -> list[str]:
         argv = [
@@ -256,8 +311,6 @@ class BenchmarkWorkload:
         return argv + (["-t", self.test] if self.test else list(self.command))
 
     def run(self, endpoint: Endpoint, settings: RunSettings) -> Measurement:
-        if self.setup is not None:
-            self.setup(endpoint, settings)
         stdout = run_redis_benchmark(self.argv(endpoint, settings), settings.timeout)
         rows = parse_csv(stdout)
         if len(rows) != 1:
@@ -268,17 +321,23 @@ class BenchmarkWorkload:
 @dataclass(frozen=True)
 class PythonWorkload:
     """A measurement written in Python (raw sockets), for what redis-benchmark cannot do.
-    Runs once, unpipelined, with at most `max_requests` iterations."""
+    Runs once, unpipelined, with at most `max_requests` iterations over `clients` connections."""
 
     name: str
     requires: tuple[str, ...]
     measure: Callable[[Endpoint, RunSettings], Measurement]
+    group: str = ""
+    setup: Setup | None = None
     max_requests: int = 10_000
+    clients: int = 1
+    scaling: Scaling | None = None
     pipelinable: bool = False
 
+    def effective(self, settings: RunSettings) -> RunSettings:
+        return RunSettings(min(settings.requests, self.max_requests), self.clients, 1, settings.timeout)
+
     def run(self, endpoint: Endpoint, settings: RunSettings) -> Measurement:
-        requests = min(settings.requests, self.max_requests)
-        return self.measure(endpoint, RunSettings(requests, 1, 1, settings.timeout))
+        return self.measure(endpoint, settings)
 
 
 Workload = BenchmarkWorkload | PythonWorkload
@@ -311,21 +370,125 @@ def short_error(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# Setup steps and Python measurements. Each workload keeps to its own bench:* keys and
-# deletes them first, so workloads do not depend on each other's leftovers.
+# --- setup steps ---------------------------------------------------------------------------
+# Each workload keeps to its own bench:* keys and resets them in its setup step, so workloads
+# do not depend on each other's leftovers. Setups are small dataclasses so `--list` can show
+# what they build.
 
-LIST_KEY = "bench:list"
+
+def in_flight(settings: RunSettings) -> int:
+    """Requests redis-benchmark may send beyond -n: each client can have a pipeline in flight."""
+    return 2 * settings.clients * settings.pipeline
+
+
+@dataclass(frozen=True)
+class DeleteKeys:
+    """Start from nothing."""
+
+    keys: tuple[str, ...]
+
+    def __call__(self, endpoint: Endpoint, settings: RunSettings) -> None:
+        prefill(endpoint, [("DEL", *self.keys)])
+
+
+@dataclass(frozen=True)
+class FillList:
+    """A list longer than the run, so every LPOP pops an element and no BLPOP ever waits."""
+
+    key: str
+
+    def __call__(self, endpoint: Endpoint, settings: RunSettings) -> None:
+        elements = (str(i) for i in range(settings.requests + in_flight(settings)))
+        prefill(endpoint, [("DEL", self.key), *variadic(("RPUSH", self.key), elements)])
+
+
+@dataclass(frozen=True)
+class FillHash:
+    """A hash of `fields` fields (field:N -> value:N)."""
+
+    key: str
+    fields: int
+
+    def __call__(self, endpoint: Endpoint, settings: RunSettings) -> None:
+        pairs = (x for i in range(self.fields) for x in (f"field:{i}", f"value:{i:04d}"))
+        prefill(endpoint, [("DEL", self.key), ("HSET", self.key, *pairs)])
+
+
+@dataclass(frozen=True)
+class FillZset:
+    """A sorted set of `size` members m:<12-digit i> with score i, i in 0..size-1 (the same
+    spelling as redis-benchmark's __rand_int__, so ZADD m:__rand_int__ can hit them).
+    `reuse` keeps a set already of that size: only for workloads that never change it."""
+
+    key: str
+    size: int
+    reuse: bool = False
+
+    def prepare(self, settings: RunSettings) -> None:
+        zset_members(self.size)  # encode before the timed setup, whichever server comes first
+
+    def __call__(self, endpoint: Endpoint, settings: RunSettings) -> None:
+        if self.reuse and call(endpoint, "ZCARD", self.key) == self.size:
+            return
+        prefill(endpoint, [("DEL", self.key)])
+        prefill(endpoint, zadd_commands(self.key, zset_members(self.size)), batch=20)
+
+
+ZADD_MEMBERS_PER_COMMAND = 1_000
+
+
+@functools.lru_cache(maxsize=2)
+def zset_members(size: int) -> tuple[tuple[int, bytes], ...]:
+    """FillZset's score/member pairs encoded once, ZADD_MEMBERS_PER_COMMAND per command, as
+    (argument count, RESP bytes): encoding 1M members costs seconds of client time, which
+    would otherwise blur the servers' prefill times."""
+    pairs = (x for i in range(size) for x in (i, f"m:{i:012d}"))
+    chunks = _chunks(pairs, 2 * ZADD_MEMBERS_PER_COMMAND)
+    return tuple((len(chunk), encode_command(*chunk).split(b"\r\n", 1)[1]) for chunk in chunks)
+
+
+def zadd_commands(key: str, members: Iterable[tuple[int, bytes]]) -> Iterator[bytes]:
+    """ZADD <key> followed by each pre-encoded chunk of members, as whole RESP commands."""
+    prefix = encode_command("ZADD", key).split(b"\r\n", 1)[1]
+    for count, body in members:
+        yield b"*%d\r\n%s%s" % (count + 2, prefix, body)
+
+
+@dataclass(frozen=True)
+class FillStream:
+    """A stream of one entry per request and a consumer group at its start."""
+
+    key: str
+    group: str
+
+    def __call__(self, endpoint: Endpoint, settings: RunSettings) -> None:
+        entries = (("XADD", self.key, "*", "n", str(i)) for i in range(settings.requests))
+        create = ("XGROUP", "CREATE", self.key, self.group, "0")
+        prefill(endpoint, itertools.chain([("DEL", self.key)], entries, [create]))
+
+
+def script_sha(script: str) -> str:
+    """What SCRIPT LOAD answers: the SHA1 of the script's text."""
+    return hashlib.sha1(script.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class LoadScript:
+    """SCRIPT LOAD the script (EVALSHA then finds it) and delete the keys it touches."""
+
+    script: str = field(repr=False)  # the workload's EVALSHA line shows its sha
+    keys: tuple[str, ...] = ()
+
+    def __call__(self, endpoint: Endpoint, settings: RunSettings) -> None:
+        prefill(endpoint, [("DEL", *self.keys)])
+        sha = call(endpoint, "SCRIPT", "LOAD", self.script)
+        if sha != script_sha(self.script).encode():
+            raise WorkloadFailed(f"SCRIPT LOAD answered {sha!r}, expected {script_sha(self.script)}")
+
+
+# --- Python measurements ---------------------------------------------------------------------
+
 WAKE_KEY = "bench:wake"
-
-
-def reset_list(endpoint: Endpoint, settings: RunSettings) -> None:
-    prefill(endpoint, [("DEL", LIST_KEY)])
-
-
-def fill_list(endpoint: Endpoint, settings: RunSettings) -> None:
-    """A list longer than the run, so every LPOP pops an element."""
-    elements = (str(i) for i in range(settings.requests + settings.clients * settings.pipeline))
-    prefill(endpoint, [("DEL", LIST_KEY), *variadic(("RPUSH", LIST_KEY), elements)])
 
 
 def push_wake_latency(endpoint: Endpoint, settings: RunSettings) -> Measurement:
@@ -352,31 +515,347 @@ def push_wake_latency(endpoint: Endpoint, settings: RunSettings) -> Measurement:
     return measurement_from_latencies(latencies, elapsed)
 
 
+STREAM_KEY = "bench:xgroup"
+STREAM_GROUP = "bench-group"
+STREAM_CONSUMERS = 10
+STREAM_READ_COUNT = 10
+
+
+@dataclass
+class ConsumerTally:
+    """What one stream consumer thread did."""
+
+    acked: int = 0
+    latencies: list[float] = field(default_factory=list)
+    finished_at: float = 0.0
+    error: BaseException | None = None
+
+
+def consume_stream(client: RawClient, consumer: str, tally: ConsumerTally) -> None:
+    """XREADGROUP COUNT 10 ... >, then XACK the ids it got, until the group has no new entry."""
+    read = encode_command("XREADGROUP", "GROUP", STREAM_GROUP, consumer, "COUNT", STREAM_READ_COUNT,
+                          "STREAMS", STREAM_KEY, ">")
+    while True:
+        started = time.perf_counter()
+        client.send_raw(read)
+        reply = client.read()
+        if reply[0] == "-":
+            raise WorkloadFailed(f"XREADGROUP: {short_error(reply[1].decode(errors='replace'))}")
+        streams = plain(reply)
+        if not streams:  # nil: nothing new for the group, the stream is drained
+            return
+        ids = [entry_id for entry_id, _ in streams[0][1]]
+        acked = client.call("XACK", STREAM_KEY, STREAM_GROUP, *ids)
+        if acked != (":", len(ids)):
+            raise WorkloadFailed(f"XACK of {len(ids)} ids answered {acked!r}")
+        tally.latencies.append(time.perf_counter() - started)
+        tally.acked += len(ids)
+
+
+def _consumer_thread(endpoint: Endpoint, consumer: str, start: threading.Barrier, tally: ConsumerTally,
+                     timeout: float) -> None:
+    try:
+        with raw_client(endpoint, timeout=timeout) as client:
+            start.wait()
+            consume_stream(client, consumer, tally)
+    except BaseException as err:  # reported by the main thread
+        tally.error = err
+        start.abort()
+    tally.finished_at = time.perf_counter()
+
+
+def drain_stream_group(endpoint: Endpoint, settings: RunSettings) -> Measurement:
+    """STREAM_CONSUMERS threads in one group drain a prefilled stream (FillStream), each
+    looping XREADGROUP COUNT 10 + XACK. rps = entries acknowledged per second; latencies are
+    one read-and-ack cycle (two round trips)."""
+    start = threading.Barrier(STREAM_CONSUMERS + 1, timeout=settings.timeout)
+    tallies = [ConsumerTally() for _ in range(STREAM_CONSUMERS)]
+    threads = [
+        threading.Thread(target=_consumer_thread, daemon=True,
+                         args=(endpoint, f"consumer-{i}", start, tally, settings.timeout))
+        for i, tally in enumerate(tallies)
+    ]
+    for thread in threads:
+        thread.start()
+    with contextlib.suppress(threading.BrokenBarrierError):
+        start.wait()
+    started = time.perf_counter()
+    for thread in threads:
+        thread.join(settings.timeout)
+    return _stream_measurement(endpoint, settings, tallies, started)
+
+
+def _stream_measurement(endpoint: Endpoint, settings: RunSettings, tallies: list[ConsumerTally],
+                        started: float) -> Measurement:
+    errors = [t.error for t in tallies if t.error is not None]
+    if errors:
+        raise WorkloadFailed(f"consumer: {errors[0]}")
+    if any(t.finished_at == 0.0 for t in tallies):
+        raise WorkloadFailed(f"consumers still running after {settings.timeout:g}s")
+    acked = sum(t.acked for t in tallies)
+    pending = call(endpoint, "XPENDING", STREAM_KEY, STREAM_GROUP)[0]
+    if acked != settings.requests or pending != 0:
+        raise WorkloadFailed(f"acknowledged {acked} of {settings.requests} entries, {pending} still pending")
+    elapsed = max(t.finished_at for t in tallies) - started
+    cycles = measurement_from_latencies([x for t in tallies for x in t.latencies], elapsed)
+    return replace(cycles, rps=acked / elapsed, extra={"read+ack cycles/s": cycles.rps})
+
+
+FANOUT_CHANNEL = "bench:fanout"
+FANOUT_SUBSCRIBERS = 50
+FANOUT_PAYLOAD = b"payload-" * 4
+FANOUT_BATCH = 16  # PUBLISH commands per round trip
+FANOUT_WINDOW = 2_000  # messages the slowest subscriber may lag before the publisher waits
+
+
+def fanout_message(channel: str, payload: bytes) -> bytes:
+    """The RESP2 push every subscriber gets for one PUBLISH."""
+    name = channel.encode()
+    return b"*3\r\n$7\r\nmessage\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(name), name, len(payload), payload)
+
+
+class FanoutReader:
+    """Reads every subscriber socket in one thread. Each message is the same bytes, so it
+    counts bytes and checks them against the message repeated, without parsing."""
+
+    def __init__(self, sockets: list[socket.socket], message: bytes, per_socket: int) -> None:
+        self.sockets = sockets
+        self.message = message
+        self.expected = per_socket * len(message)
+        self.received = [0] * len(sockets)
+        self.pattern = message * (65536 // len(message) + 2)
+        self.error = ""
+        self.finished_at = 0.0
+        self.stop = False
+
+    def slowest(self) -> int:
+        """Messages the slowest subscriber has fully received."""
+        return min(self.received) // len(self.message)
+
+    def run(self, deadline: float) -> None:
+        with selectors.DefaultSelector() as selector:
+            for index, sock in enumerate(self.sockets):
+                selector.register(sock, selectors.EVENT_READ, index)
+            waiting = len(self.sockets)
+            while waiting and not self.stop and not self.error and time.perf_counter() < deadline:
+                for key, _ in selector.select(timeout=0.2):
+                    if self._take(key.data, key.fileobj.recv(65536)):
+                        selector.unregister(key.fileobj)
+                        waiting -= 1
+            if waiting and not self.error:
+                self.error = f"{waiting} subscribers still short of messages at the end"
+        self.finished_at = time.perf_counter()
+
+    def _take(self, index: int, chunk: bytes) -> bool:
+        """Account for `chunk` from subscriber `index`; True when it has every message."""
+        if not chunk:
+            self.error = f"subscriber {index} disconnected after {self.received[index] // len(self.message)} messages"
+            return True
+        offset = self.received[index] % len(self.message)
+        if chunk != self.pattern[offset:offset + len(chunk)]:
+            self.error = f"subscriber {index} got unexpected bytes: {chunk[:60]!r}"
+            return True
+        self.received[index] += len(chunk)
+        if self.received[index] > self.expected:
+            self.error = f"subscriber {index} got more messages than were published"
+        return self.received[index] >= self.expected
+
+
+def subscribe(endpoint: Endpoint, channel: str, timeout: float) -> RawClient:
+    client = raw_client(endpoint, timeout=timeout)
+    reply = plain(client.call("SUBSCRIBE", channel))
+    if reply != [b"subscribe", channel.encode(), 1] or client.buf:
+        client.close()
+        raise WorkloadFailed(f"SUBSCRIBE answered {reply!r}")
+    return client
+
+
+def pubsub_fanout(endpoint: Endpoint, settings: RunSettings) -> Measurement:
+    """One publisher sends `requests` PUBLISHes (FANOUT_BATCH per round trip) to a channel
+    with FANOUT_SUBSCRIBERS subscribers. rps = messages delivered per second, end to end
+    (until the last subscriber has the last message); extra publish/s = PUBLISH commands
+    answered per second. The publisher waits whenever the slowest subscriber lags by more
+    than FANOUT_WINDOW messages, so no output buffer grows to the server's limit."""
+    deadline = time.perf_counter() + settings.timeout
+    with contextlib.ExitStack() as stack:
+        subscribers = [stack.enter_context(subscribe(endpoint, FANOUT_CHANNEL, settings.timeout))
+                       for _ in range(FANOUT_SUBSCRIBERS)]
+        publisher = stack.enter_context(raw_client(endpoint, timeout=settings.timeout))
+        reader = FanoutReader([s.sock for s in subscribers], fanout_message(FANOUT_CHANNEL, FANOUT_PAYLOAD),
+                              settings.requests)
+        thread = threading.Thread(target=reader.run, args=(deadline,), daemon=True)
+        started = time.perf_counter()
+        thread.start()
+        try:
+            publish_all(publisher, reader, settings.requests, deadline)
+            published_at = time.perf_counter()
+        except BaseException:
+            reader.stop = True
+            raise
+        finally:
+            thread.join(max(0.0, deadline - time.perf_counter()) + 1)  # the reader stops by the deadline
+        if reader.error:
+            raise WorkloadFailed(reader.error)
+    delivered = settings.requests * FANOUT_SUBSCRIBERS
+    return Measurement(rps=delivered / (reader.finished_at - started),
+                       extra={"publish/s": settings.requests / (published_at - started)})
+
+
+def publish_all(publisher: RawClient, reader: FanoutReader, messages: int, deadline: float) -> None:
+    command = encode_command("PUBLISH", FANOUT_CHANNEL, FANOUT_PAYLOAD)
+    sent = 0
+    while sent < messages:
+        while sent - reader.slowest() > FANOUT_WINDOW and not reader.error:
+            if time.perf_counter() > deadline:
+                raise WorkloadFailed(f"subscribers stopped reading after {reader.slowest()} messages")
+            time.sleep(0.0002)
+        if reader.error:
+            return
+        batch = min(FANOUT_BATCH, messages - sent)
+        publisher.send_raw(command * batch)
+        for _ in range(batch):
+            reply = publisher.read()
+            if reply != (":", FANOUT_SUBSCRIBERS):
+                raise WorkloadFailed(f"PUBLISH answered {reply!r}, expected {FANOUT_SUBSCRIBERS} receivers")
+        sent += batch
+
+
+# --- the workload table ----------------------------------------------------------------------
+
+LIST_KEY = "bench:list"
+BLPOP_KEY = "bench:blpop"
+HSET_KEY = "bench:hset"
+HGETALL_KEY = "bench:hgetall"
+XADD_KEY = "bench:xadd"
+SCRIPT_KEYS = ("bench:script:n", "bench:script:h", "bench:script:z", "bench:script:l")
+
+ZSET_SIZES = (10_000, 1_000_000)
+QUICK_MAX_ZSET = 100_000  # --quick leaves out the bigger sorted sets (their prefill takes seconds)
+
+SCRIPT_ONE_CALL = "return redis.call('INCR', KEYS[1])"
+# Ten calls over four keys of four types; the list is trimmed so nothing grows without bound.
+SCRIPT_TEN_CALLS = "\n".join([
+    "redis.call('INCR', KEYS[1])",
+    "redis.call('INCRBY', KEYS[1], 2)",
+    "redis.call('HINCRBY', KEYS[2], 'a', 1)",
+    "redis.call('HINCRBY', KEYS[2], 'b', 2)",
+    "redis.call('ZINCRBY', KEYS[3], 1, 'm')",
+    "redis.call('ZADD', KEYS[3], 5, 'n')",
+    "redis.call('LPUSH', KEYS[4], 'x')",
+    "redis.call('LTRIM', KEYS[4], 0, 99)",
+    "redis.call('GET', KEYS[1])",
+    "return redis.call('HGET', KEYS[2], 'a')",
+])
+SCRIPT_TEN_COMMANDS = ("incr", "incrby", "hincrby", "zincrby", "zadd", "lpush", "ltrim", "get", "hget")
+
+
+def size_label(size: int) -> str:
+    """10000 -> "10K", 1000000 -> "1M"."""
+    for unit, scale in (("M", 1_000_000), ("K", 1_000)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
+
+
+def zset_workloads(size: int) -> list[Workload]:
+    """ZADD, ZRANGE by rank, ZRANGE BYSCORE from a random score, and ZPOPMIN on a sorted set
+    prefilled with `size` members."""
+    label, middle = size_label(size), size // 2
+    grown, popped, read = (f"bench:z{kind}:{label}" for kind in ("add", "pop", "read"))
+    return [
+        # half the draws update a prefilled member, half insert: the set stays within size..2*size
+        BenchmarkWorkload(f"ZADD_{label}", ("del", "zadd"), group="zset",
+                          command=("ZADD", grown, "__rand_int__", "m:__rand_int__"), keyspace=2 * size,
+                          setup=FillZset(grown, size), scaling=Scaling("ZADD", size)),
+        # __rand_int__ is zero-padded, which rank arguments reject: a fixed rank in the middle
+        BenchmarkWorkload(f"ZRANGE_{label}", ("del", "zadd", "zcard", "zrange"), group="zset",
+                          command=("ZRANGE", read, str(middle), str(middle + 10)), keyspace=None,
+                          setup=FillZset(read, size, reuse=True), scaling=Scaling("ZRANGE rank 11", size)),
+        BenchmarkWorkload(f"ZRANGEBYSCORE_{label}", ("del", "zadd", "zcard", "zrange"), group="zset",
+                          command=("ZRANGE", read, "__rand_int__", "+inf", "BYSCORE", "LIMIT", "0", "10"),
+                          keyspace=size, setup=FillZset(read, size, reuse=True),
+                          scaling=Scaling("ZRANGE BYSCORE 10", size)),
+        # at most half the smallest set at every size: each size pops as many times (a fair
+        # comparison), and every ZPOPMIN pops on a set of at least size/2 members
+        BenchmarkWorkload(f"ZPOPMIN_{label}", ("del", "zadd", "zpopmin"), group="zset",
+                          command=("ZPOPMIN", popped), keyspace=None, max_requests=min(ZSET_SIZES) // 2,
+                          setup=FillZset(popped, size), scaling=Scaling("ZPOPMIN", size)),
+    ]
+
+
+def evalsha_workload(name: str, script: str, numkeys: int, commands: tuple[str, ...]) -> BenchmarkWorkload:
+    """EVALSHA of `script` over the first `numkeys` of SCRIPT_KEYS; `commands` are the ones it calls."""
+    keys = SCRIPT_KEYS[:numkeys]
+    return BenchmarkWorkload(name, ("del", "script", "evalsha", *commands), group="script",
+                             command=("EVALSHA", script_sha(script), str(numkeys), *keys), keyspace=None,
+                             setup=LoadScript(script, keys))
+
+
 # The workload table. Add rows here: a redis-benchmark test (-t name), a command line with
 # an optional setup (prefill), or a PythonWorkload. `requires` guards the row: it is skipped
-# with a note when a server's COMMAND INFO does not know one of those commands.
+# with a note when a server's COMMAND INFO does not know one of those commands. `group` names
+# the row's family for --tests.
 WORKLOADS: list[Workload] = [
-    BenchmarkWorkload("PING_INLINE", ("ping",), test="ping_inline", keyspace=None),
-    BenchmarkWorkload("PING_MBULK", ("ping",), test="ping_mbulk", keyspace=None),
-    BenchmarkWorkload("SET", ("set",), test="set"),
-    BenchmarkWorkload("GET", ("get",), test="get"),
-    BenchmarkWorkload("INCR", ("incr",), test="incr"),
-    BenchmarkWorkload("MSET", ("mset",), test="mset"),
-    BenchmarkWorkload("LPUSH", ("del", "lpush"), command=("LPUSH", LIST_KEY, "__rand_int__"), setup=reset_list),
-    BenchmarkWorkload("LPOP", ("del", "rpush", "lpop"), command=("LPOP", LIST_KEY), keyspace=None, setup=fill_list),
-    PythonWorkload("PUSH_WAKE", ("del", "lpush", "blpop"), measure=push_wake_latency, max_requests=5_000),
+    BenchmarkWorkload("PING_INLINE", ("ping",), group="basic", test="ping_inline", keyspace=None),
+    BenchmarkWorkload("PING_MBULK", ("ping",), group="basic", test="ping_mbulk", keyspace=None),
+    BenchmarkWorkload("SET", ("set",), group="basic", test="set"),
+    BenchmarkWorkload("GET", ("get",), group="basic", test="get"),
+    BenchmarkWorkload("INCR", ("incr",), group="basic", test="incr"),
+    BenchmarkWorkload("MSET", ("mset",), group="basic", test="mset"),
+    # lists
+    BenchmarkWorkload("LPUSH", ("del", "lpush"), group="list", command=("LPUSH", LIST_KEY, "__rand_int__"),
+                      setup=DeleteKeys((LIST_KEY,))),
+    BenchmarkWorkload("LPOP", ("del", "rpush", "lpop"), group="list", command=("LPOP", LIST_KEY),
+                      keyspace=None, setup=FillList(LIST_KEY)),
+    BenchmarkWorkload("BLPOP", ("del", "rpush", "blpop"), group="list", command=("BLPOP", BLPOP_KEY, "0"),
+                      keyspace=None, setup=FillList(BLPOP_KEY)),
+    PythonWorkload("PUSH_WAKE", ("del", "lpush", "blpop"), measure=push_wake_latency, group="list",
+                   max_requests=5_000, clients=2),
+    # hashes
+    BenchmarkWorkload("HSET", ("del", "hset"), group="hash", command=("HSET", HSET_KEY, "f:__rand_int__", "v"),
+                      setup=DeleteKeys((HSET_KEY,))),
+    BenchmarkWorkload("HGETALL", ("del", "hset", "hgetall"), group="hash", command=("HGETALL", HGETALL_KEY),
+                      keyspace=None, setup=FillHash(HGETALL_KEY, 16)),
+    # sorted sets, at each size
+    *(workload for size in ZSET_SIZES for workload in zset_workloads(size)),
+    # streams
+    BenchmarkWorkload("XADD", ("del", "xadd"), group="stream",
+                      command=("XADD", XADD_KEY, "MAXLEN", "~", "100000", "*", "field", "value"),
+                      keyspace=None, setup=DeleteKeys((XADD_KEY,))),
+    PythonWorkload("XREADGROUP_ACK", ("del", "xadd", "xgroup", "xreadgroup", "xack", "xpending"),
+                   measure=drain_stream_group, group="stream", setup=FillStream(STREAM_KEY, STREAM_GROUP),
+                   max_requests=50_000, clients=STREAM_CONSUMERS),
+    # pub/sub
+    PythonWorkload("PUBSUB_FANOUT", ("subscribe", "publish"), measure=pubsub_fanout, group="pubsub",
+                   max_requests=5_000, clients=FANOUT_SUBSCRIBERS + 1),
+    # scripts
+    evalsha_workload("EVALSHA_1CALL", SCRIPT_ONE_CALL, 1, ("incr",)),
+    evalsha_workload("EVALSHA_10CALLS", SCRIPT_TEN_CALLS, 4, SCRIPT_TEN_COMMANDS),
 ]
 
 
-def select_workloads(names: str | None) -> list[Workload]:
+def select_workloads(names: str | None, quick: bool = False) -> list[Workload]:
+    """The workloads named (or whose group is named) in a comma list, in table order; all of
+    them when `names` is empty. `quick` leaves out the big sorted sets unless named."""
     if not names:
-        return list(WORKLOADS)
+        return [w for w in WORKLOADS if not (quick and _is_big(w))]
+    groups = {w.group for w in WORKLOADS}
     by_name = {w.name.lower(): w for w in WORKLOADS}
     wanted = [name.strip().lower() for name in names.split(",") if name.strip()]
-    unknown = [name for name in wanted if name not in by_name]
+    unknown = [name for name in wanted if name not in by_name and name not in groups]
     if unknown:
         raise SystemExit(f"unknown workload(s): {', '.join(unknown)} (see --list)")
-    return [by_name[name] for name in wanted]
+    chosen: dict[str, Workload] = {}
+    for name in wanted:
+        if name in by_name:
+            chosen[by_name[name].name] = by_name[name]
+        else:
+            chosen.update((w.name, w) for w in WORKLOADS if w.group == name and not (quick and _is_big(w)))
+    return list(chosen.values())
+
+
+def _is_big(workload: Workload) -> bool:
+    return workload.scaling is not None and workload.scaling.size > QUICK_MAX_ZSET
 
 
 # --- servers -------------------------------------------------------------------------------
@@ -502,10 +981,17 @@ def guard_note(workload: Workload, endpoints: list[Endpoint]) -> str:
 
 
 def run_one(workload: Workload, endpoint: Endpoint, settings: RunSettings) -> Result:
+    """Setup (timed), then the measurement; a failure becomes the result's note."""
+    settings = workload.effective(settings)
     result = Result(workload.name, endpoint.name, settings.pipeline, settings.requests, settings.clients)
-    if isinstance(workload, PythonWorkload):
-        result.requests, result.clients = min(settings.requests, workload.max_requests), 1
     try:
+        if workload.setup is not None:
+            prepare = getattr(workload.setup, "prepare", None)
+            if prepare is not None:  # client-side work that must not count as the server's
+                prepare(settings)
+            started = time.perf_counter()
+            workload.setup(endpoint, settings)
+            result.setup_s = time.perf_counter() - started
         result.measurement = workload.run(endpoint, settings)
     except (WorkloadFailed, OSError) as err:
         result.note = f"{endpoint.name}: {err}"
@@ -531,8 +1017,9 @@ def run_plan(plan: Plan, endpoints: list[Endpoint]) -> list[Result]:
             guards[workload.name] = guard_note(workload, endpoints)
         for endpoint in endpoints:
             if guards[workload.name]:
-                result = Result(workload.name, endpoint.name, settings.pipeline, settings.requests,
-                                settings.clients, note=f"skipped: {guards[workload.name]}")
+                effective = workload.effective(settings)
+                result = Result(workload.name, endpoint.name, effective.pipeline, effective.requests,
+                                effective.clients, note=f"skipped: {guards[workload.name]}")
             else:
                 result = run_one(workload, endpoint, settings)
             plan.log(progress_line(result))
@@ -541,10 +1028,11 @@ def run_plan(plan: Plan, endpoints: list[Endpoint]) -> list[Result]:
 
 
 def progress_line(result: Result) -> str:
-    where = f"[-P {result.pipeline}] {result.workload:<12} {result.server:<8}"
+    where = f"[-P {result.pipeline}] {result.workload:<18} {result.server:<8}"
     if result.measurement is None:
         return f"{where} {result.note}"
-    return f"{where} {result.measurement.rps:>12,.0f} req/s  p50 {_ms(result.measurement.p50_ms)} ms"
+    setup = "" if result.setup_s is None else f"  (setup {result.setup_s:.1f} s)"
+    return f"{where} {result.measurement.rps:>12,.0f} req/s  p50 {_ms(result.measurement.p50_ms)} ms{setup}"
 
 
 # --- reporting -------------------------------------------------------------------------------
@@ -559,10 +1047,13 @@ def _rps(m: Measurement | None) -> str:
 
 
 TABLE_HEADER = ("workload", "fakekey rps", "valkey rps", "fk/vk", "fk p50 ms", "vk p50 ms", "fk p99 ms", "vk p99 ms")
+SHORT_NAMES = {"fakekey": "fk", "valkey": "vk"}
 
 
-def table_rows(results: list[Result], pipeline: int) -> tuple[list[tuple[str, ...]], list[str]]:
-    """Rows of one pipeline depth's table, and the notes that explain missing numbers."""
+def table_rows(results: list[Result], pipeline: int,
+               requests: int | None = None) -> tuple[list[tuple[str, ...]], list[str]]:
+    """Rows of one pipeline depth's table, and the notes that explain missing numbers (and
+    rows that ran another number of requests than `requests`, the table's -n)."""
     by_key = {(r.workload, r.server): r for r in results if r.pipeline == pipeline}
     rows, notes = [], []
     for name in dict.fromkeys(r.workload for r in results if r.pipeline == pipeline):
@@ -576,12 +1067,72 @@ def table_rows(results: list[Result], pipeline: int) -> tuple[list[tuple[str, ..
         ))
         for note in dict.fromkeys(r.note for r in (fk, vk) if r is not None and r.note):
             notes.append(f"{name}: {note}")
+        ran = fk or vk
+        if requests is not None and ran is not None and ran.requests != requests:
+            notes.append(f"{name}: {ran.requests:,} requests over {ran.clients} connections")
     return rows, notes
 
 
-def format_table(rows: list[tuple[str, ...]]) -> str:
-    table = [TABLE_HEADER, *rows]
-    widths = [max(len(row[i]) for row in table) for i in range(len(TABLE_HEADER))]
+def extra_lines(results: list[Result], pipeline: int) -> list[str]:
+    """The figures Python workloads report besides rps, one line per figure."""
+    by_key = {(r.workload, r.server): r.measurement for r in results if r.pipeline == pipeline and r.measurement}
+    lines = []
+    for name in dict.fromkeys(r.workload for r in results if r.pipeline == pipeline):
+        fk, vk = by_key.get((name, "fakekey")), by_key.get((name, "valkey"))
+        for figure in dict.fromkeys(key for m in (fk, vk) if m for key in m.extra):
+            fkv, vkv = (fk.extra.get(figure) if fk else None), (vk.extra.get(figure) if vk else None)
+            share = f"  fk/vk {fkv / vkv:.2f}" if fkv and vkv else ""
+            lines.append(f"{name} {figure}: fakekey {_count(fkv)}, valkey {_count(vkv)}{share}")
+    return lines
+
+
+def _count(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def scaling_table(results: list[Result], workloads: list[Workload], pipeline: int) -> str:
+    """Each sorted-set operation at its smallest and its biggest size, side by side per server,
+    with big/small: near 1.00 means the per-operation cost does not grow with the set.
+    Ends with the longest prefill of a biggest-size set on each server. "" when no operation
+    ran at two sizes."""
+    scaled = {w.name: w.scaling for w in workloads if w.scaling is not None}
+    by_size = {(s.operation, s.size): name for name, s in scaled.items()}
+    sizes = sorted({s.size for s in scaled.values()})
+    operations = [op for op in dict.fromkeys(s.operation for s in scaled.values())
+                  if len(sizes) > 1 and (op, sizes[0]) in by_size and (op, sizes[-1]) in by_size]
+    if not operations:
+        return ""
+    small, big = sizes[0], sizes[-1]
+    mine = [r for r in results if r.pipeline == pipeline and r.workload in scaled]
+    servers = list(dict.fromkeys(r.server for r in mine))
+    rps = {(r.workload, r.server): r.measurement.rps for r in mine if r.measurement}
+    s_label, b_label = size_label(small), size_label(big)
+    header = ["operation"]
+    for server in servers:
+        short = SHORT_NAMES.get(server, server)
+        header += [f"{short} {s_label} rps", f"{short} {b_label} rps", f"{short} {b_label}/{s_label}"]
+    rows = []
+    for op in operations:
+        row = [op]
+        for server in servers:
+            at_small, at_big = rps.get((by_size[op, small], server)), rps.get((by_size[op, big], server))
+            row += [_count(at_small), _count(at_big), f"{at_big / at_small:.2f}" if at_small and at_big else "-"]
+        rows.append(tuple(row))
+    fills = [f"{server} {_prefill_seconds(mine, scaled, big, server)}" for server in servers]
+    title = f"sorted sets, {s_label} vs {b_label} members, -P {pipeline}"
+    prefill_line = f"  prefill of a {b_label}-member sorted set: " + ", ".join(fills)
+    return "\n".join([title, format_table(rows, tuple(header)), prefill_line])
+
+
+def _prefill_seconds(results: list[Result], scaled: dict[str, Scaling], size: int, server: str) -> str:
+    times = [r.setup_s for r in results
+             if r.server == server and r.setup_s is not None and scaled[r.workload].size == size]
+    return f"{max(times):.1f} s" if times else "-"
+
+
+def format_table(rows: list[tuple[str, ...]], header: tuple[str, ...] = TABLE_HEADER) -> str:
+    table = [header, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     lines = []
     for row in table:
         cells = [row[0].ljust(widths[0])] + [cell.rjust(width) for cell, width in zip(row[1:], widths[1:])]
@@ -593,9 +1144,15 @@ def format_table(rows: list[tuple[str, ...]]) -> str:
 def report(results: list[Result], plan: Plan) -> str:
     blocks = []
     for pipeline in dict.fromkeys(r.pipeline for r in results):
-        rows, notes = table_rows(results, pipeline)
-        title = f"-P {pipeline}  (-n {plan.settings(pipeline).requests}, -c {plan.clients})"
-        blocks.append("\n".join([title, format_table(rows), *(f"  note: {n}" for n in notes)]))
+        requests = plan.settings(pipeline).requests
+        rows, notes = table_rows(results, pipeline, requests)
+        title = f"-P {pipeline}  (-n {requests}, -c {plan.clients})"
+        lines = [title, format_table(rows), *(f"  note: {n}" for n in notes)]
+        lines += [f"  {line}" for line in extra_lines(results, pipeline)]
+        blocks.append("\n".join(lines))
+        scaling = scaling_table(results, plan.workloads, pipeline)
+        if scaling:
+            blocks.append(scaling)
     return "\n\n".join(blocks)
 
 
@@ -633,14 +1190,19 @@ def _int_list(text: str) -> list[int]:
     return values
 
 
+QUICK = {"requests": 2_000, "pipelines": [1]}
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", "-n", type=int, default=100_000, help="requests per unpipelined run")
+    parser.add_argument("--requests", "-n", type=int, help="requests per unpipelined run (default 100000)")
     parser.add_argument("--pipelined-requests", type=int,
                         help="requests per pipelined run (default 5 x --requests)")
     parser.add_argument("--clients", "-c", type=int, default=50)
-    parser.add_argument("--pipeline", "-P", type=_int_list, default=[1, 16], help="comma list, default 1,16")
-    parser.add_argument("--tests", "-t", help="comma list of workload names (default all; see --list)")
+    parser.add_argument("--pipeline", "-P", type=_int_list, help="comma list, default 1,16")
+    parser.add_argument("--tests", "-t", help="comma list of workload or group names (default all; see --list)")
+    parser.add_argument("--quick", action="store_true",
+                        help="smoke run: -n 2000, -P 1, no 1M-member sorted sets (unless named in --tests)")
     parser.add_argument("--only", choices=("fakekey", "valkey"), help="benchmark one server only")
     parser.add_argument("--fakekey-url", help="benchmark this running fakekey instead of starting one")
     parser.add_argument("--valkey-url", help="benchmark this running valkey instead of starting one")
@@ -650,26 +1212,40 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def plan_from_args(args: argparse.Namespace) -> Plan:
+    """Explicit options win over --quick's, which win over the defaults."""
+    requests = args.requests or (QUICK["requests"] if args.quick else 100_000)
+    pipelines = args.pipeline or (QUICK["pipelines"] if args.quick else [1, 16])
+    return Plan(select_workloads(args.tests, args.quick), pipelines, requests,
+                args.pipelined_requests or 5 * requests, args.clients, args.timeout)
+
+
 def describe(workload: Workload) -> str:
+    where = f"{workload.name:<18} {workload.group:<7}"
     if isinstance(workload, PythonWorkload):
-        return f"{workload.name:<12} python: {workload.measure.__name__}"
+        setup = f" (setup: {_setup_name(workload.setup)})" if workload.setup else ""
+        return f"{where} python: {workload.measure.__name__}{setup}"
     what = f"-t {workload.test}" if workload.test else " ".join(workload.command)
     keyspace = f" -r {workload.keyspace}" if workload.keyspace else ""
-    setup = f" (setup: {workload.setup.__name__})" if workload.setup else ""
-    return f"{workload.name:<12} redis-benchmark{keyspace} {what}{setup}"
+    cap = f" (at most {workload.max_requests} requests)" if workload.max_requests else ""
+    setup = f" (setup: {_setup_name(workload.setup)})" if workload.setup else ""
+    return f"{where} redis-benchmark{keyspace} {what}{cap}{setup}"
+
+
+def _setup_name(setup: Setup) -> str:
+    return getattr(setup, "__name__", None) or repr(setup)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list:
         print("\n".join(describe(w) for w in WORKLOADS))
+        print("\ngroups: " + ", ".join(dict.fromkeys(w.group for w in WORKLOADS)))
         return 0
-    workloads = select_workloads(args.tests)
+    plan = plan_from_args(args)
     if shutil.which("redis-benchmark") is None:
         print(INSTALL_HINT, file=sys.stderr)
         return 2
-    plan = Plan(workloads, args.pipeline, args.requests, args.pipelined_requests or 5 * args.requests,
-                args.clients, args.timeout)
     with contextlib.ExitStack() as stack:
         endpoints = start_endpoints(args, stack)
         plan.log("servers: " + ", ".join(f"{e.name} {e.host}:{e.port}" for e in endpoints))

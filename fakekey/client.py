@@ -96,19 +96,29 @@ class Client:
             out += "c"
         return out or "N"
 
-    def push(self, items: list[Any]) -> None:
-        """A pub/sub message: a push frame in RESP3, an array in RESP2. A subscriber whose
-        unread output passes the pubsub hard limit is disconnected, as Valkey does."""
-        busy = self.state.busy_script
+    def push(self, items: list[Any], encoded: dict[int, bytes] | None = None) -> None:
+        """A pub/sub message: a push frame in RESP3, an array in RESP2 (`encoded` caches
+        the frame per protocol when one message goes to many). A subscriber whose unread
+        output passes the pubsub hard limit is disconnected, as Valkey does."""
+        state = self.state
+        busy = state.busy_script
         if busy is not None and busy.on_script_thread():  # the loop thread owns the sockets
             busy.defer(self.push, items)
             return
-        if self.state.current_client is self:
+        if state.current_client is self:
             self.deferred_pushes.append(items)  # after the reply of the running command
             return
-        self.send(Push(items))
         connection = self.connection
-        if connection is not None and connection.output_backlog() > self.state.pubsub_hard_limit():
+        if connection is None or self.reply_mode != "on":
+            return
+        if encoded is None:
+            frame = self.encoder.encode(Push(items))
+        else:
+            frame = encoded.get(self.protocol)
+            if frame is None:
+                frame = encoded[self.protocol] = self.encoder.encode(Push(items))
+        connection.write(frame)
+        if connection.output_backlog() > state.pubsub_hard_limit:
             connection.close()
 
     def send(self, reply: Any) -> None:

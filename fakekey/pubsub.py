@@ -95,14 +95,17 @@ class PubSub:
         count = 0
         listeners = self.channels.get(channel)
         if listeners:
+            items = [b"message", channel, message]
+            encoded: dict[int, bytes] = {}  # one encoding per protocol for all listeners
             for client in list(listeners):
-                client.push([b"message", channel, message])
+                client.push(items, encoded)
                 count += 1
         if self.patterns:
             for pattern, clients in list(self.patterns.items()):
                 if self._matchers[pattern](channel):
+                    items, encoded = [b"pmessage", pattern, channel, message], {}
                     for client in list(clients):
-                        client.push([b"pmessage", pattern, channel, message])
+                        client.push(items, encoded)
                         count += 1
         return count
 
@@ -110,8 +113,10 @@ class PubSub:
         listeners = self.shard_channels.get(channel)
         if not listeners:
             return 0
+        items = [b"smessage", channel, message]
+        encoded: dict[int, bytes] = {}
         for client in list(listeners):
-            client.push([b"smessage", channel, message])
+            client.push(items, encoded)
         return len(listeners)
 
     # --- keyspace notifications ---------------------------------------------------------------

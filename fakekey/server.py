@@ -34,12 +34,15 @@ class Connection(asyncio.Protocol):
         self.client: Client | None = None
         self.closing = False
         self.out: list[bytes] | None = None  # the replies of the running batch
+        self.corked: list[bytes] = []  # bytes written outside a batch, sent at loop's turn
+        self.corked_bytes = 0
         self._queued: tuple[int, int, Any] = (0, 0, None)  # see _queued_bytes
 
     # --- asyncio callbacks --------------------------------------------------------------
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
+        self.loop = asyncio.get_running_loop()
         state = self.state
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")
@@ -135,7 +138,7 @@ class Connection(asyncio.Protocol):
             state.error_stats["ERR"] += 1
             client.close_after_reply = True
         if out:
-            self.write(b"".join(out))
+            self.send_now(b"".join(out))
         if client.close_after_reply or client.killed:
             self.close()
 
@@ -154,12 +157,36 @@ class Connection(asyncio.Protocol):
         """Bytes written but not yet taken by the client's socket."""
         if self.transport is None:
             return 0
-        return self.transport.get_write_buffer_size()
+        return self.transport.get_write_buffer_size() + self.corked_bytes
 
     def write(self, data: bytes) -> None:
-        if self.out is not None:  # inside run(): keep the order with the replies
+        """Send bytes to the client. Inside run() they join the batch's replies, in order;
+        outside (messages to subscribers, woken clients) they are gathered and sent once
+        per loop iteration, so a burst of messages costs one send, not one each."""
+        if self.out is not None:
             self.out.append(data)
         elif self.transport is not None and not self.closing:
+            if not self.corked:
+                try:
+                    asyncio.get_running_loop().call_soon(self.uncork)
+                except RuntimeError:  # the script thread, while the loop thread waits on it
+                    self.loop.call_soon_threadsafe(self.uncork)
+            self.corked.append(data)
+            self.corked_bytes += len(data)
+
+    def send_now(self, data: bytes) -> None:
+        """The replies of a batch: sent at once, after anything gathered before them."""
+        if self.corked:
+            self.corked.append(data)
+            self.uncork()
+        elif self.transport is not None and not self.closing:
+            if self.client is not None:
+                self.client.net_out += len(data)
+            self.transport.write(data)
+
+    def uncork(self) -> None:
+        data, self.corked, self.corked_bytes = b"".join(self.corked), [], 0
+        if data and self.transport is not None and not self.closing:
             if self.client is not None:
                 self.client.net_out += len(data)
             self.transport.write(data)

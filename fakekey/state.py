@@ -58,6 +58,7 @@ class ServerState:
         self.pubsub = PubSub(self)
         self.notify_flags = parse_notify_flags(self.config["notify-keyspace-events"])
         self.config.listeners.append(self._config_changed)
+        self.pubsub_hard_limit = self._pubsub_hard_limit()  # read on every message sent
         self.blocking = Blocking(self)
         self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
         self.scripts: Any = None  # the EVAL engine (commands/scripting.py), made on first use
@@ -107,8 +108,8 @@ class ServerState:
         """Drop every subscription of `client` (disconnect, RESET)."""
         self.pubsub.drop_client(client)
 
-    def pubsub_hard_limit(self) -> int:
-        """client-output-buffer-limit's hard limit for pub/sub clients (0 = none)."""
+    def _pubsub_hard_limit(self) -> int:
+        """client-output-buffer-limit's hard limit for pub/sub clients (none: 2**62)."""
         limits = self.config["client-output-buffer-limit"]
         if isinstance(limits, str):  # the default, as text
             limits = parse_obuf_limits(limits)
@@ -118,6 +119,8 @@ class ServerState:
     def _config_changed(self, name: str, value: Any) -> None:
         if name == "notify-keyspace-events":
             self.notify_flags = parse_notify_flags(value)
+        elif name == "client-output-buffer-limit":
+            self.pubsub_hard_limit = self._pubsub_hard_limit()
 
     def module_list(self) -> list[dict[bytes, object]]:
         """Modules as HELLO and MODULE LIST describe them."""

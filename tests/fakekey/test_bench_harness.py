@@ -1,5 +1,7 @@
-"""bench/run.py: parsing redis-benchmark's CSV, ratios and tables, the workload table, the
-prefill helper, and one very short real run when redis-benchmark is installed."""
+"""bench/run.py: parsing redis-benchmark's CSV, ratios and tables (main, extras, size
+scaling), the workload table and its selection, the setup steps and the Python measurements
+on small counts (on fakekey, and on valkey when its binary is there), and one very short
+real run when redis-benchmark is installed."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 import pytest
 
 from fakekey import Server
-from fakekey.testing.raw import RawClient
+from fakekey.testing.raw import RawClient, encode_command
 from fakekey.testing.targets import ValkeyTarget, find_valkey_binary
 
 RUN_PY = Path(__file__).resolve().parents[2] / "bench" / "run.py"
@@ -117,17 +119,143 @@ def test_argv_of_builtin_and_custom_workloads() -> None:
 def test_workload_table_and_selection() -> None:
     names = [w.name for w in bench.WORKLOADS]
     assert len(names) == len(set(names))
-    for expected in ("PING_INLINE", "PING_MBULK", "SET", "GET", "INCR", "MSET", "LPUSH", "LPOP"):
+    for expected in ("PING_INLINE", "PING_MBULK", "SET", "GET", "INCR", "MSET", "LPUSH", "LPOP", "BLPOP",
+                     "PUSH_WAKE", "HSET", "HGETALL", "XADD", "XREADGROUP_ACK", "PUBSUB_FANOUT",
+                     "EVALSHA_1CALL", "EVALSHA_10CALLS"):
         assert expected in names
+    for op in ("ZADD", "ZRANGE", "ZRANGEBYSCORE", "ZPOPMIN"):
+        assert {f"{op}_10K", f"{op}_1M"} <= set(names)
+    assert all(w.group for w in bench.WORKLOADS)
     assert [w.name for w in bench.select_workloads("set, ping_inline")] == ["SET", "PING_INLINE"]
     with pytest.raises(SystemExit):
         bench.select_workloads("set,nosuch")
+
+
+def test_every_command_line_draws_from_a_keyspace_only_when_it_uses_rand_int() -> None:
+    for w in bench.WORKLOADS:
+        if isinstance(w, bench.BenchmarkWorkload) and w.command:
+            uses_rand = any("__rand_int__" in arg for arg in w.command)
+            assert bool(w.keyspace) == uses_rand, w.name
+
+
+def test_selection_by_group_and_quick() -> None:
+    zset = [w.name for w in bench.select_workloads("zset")]
+    assert zset == ["ZADD_10K", "ZRANGE_10K", "ZRANGEBYSCORE_10K", "ZPOPMIN_10K",
+                    "ZADD_1M", "ZRANGE_1M", "ZRANGEBYSCORE_1M", "ZPOPMIN_1M"]
+    assert [w.name for w in bench.select_workloads("zset", quick=True)] == zset[:4]
+    # named explicitly, a big one runs even with --quick; a name and its group are not doubled
+    assert [w.name for w in bench.select_workloads("zadd_1m,zset", quick=True)] == ["ZADD_1M", *zset[:4]]
+    quick = bench.select_workloads(None, quick=True)
+    assert "ZADD_1M" not in [w.name for w in quick] and len(quick) == len(bench.WORKLOADS) - 4
+    assert {w.group for w in quick} == {"basic", "list", "hash", "zset", "stream", "pubsub", "script"}
+
+
+def test_quick_and_explicit_options() -> None:
+    plan = bench.plan_from_args(bench.parse_args(["--quick"]))
+    assert (plan.requests, plan.pipelines, plan.pipelined_requests) == (2000, [1], 10000)
+    plan = bench.plan_from_args(bench.parse_args(["--quick", "-n", "300", "-P", "1,4", "-t", "hash"]))
+    assert (plan.requests, plan.pipelines, [w.name for w in plan.workloads]) == (300, [1, 4], ["HSET", "HGETALL"])
+    plan = bench.plan_from_args(bench.parse_args([]))
+    assert (plan.requests, plan.pipelines, len(plan.workloads)) == (100_000, [1, 16], len(bench.WORKLOADS))
 
 
 def test_python_workloads_run_once_unpipelined() -> None:
     plan = bench.Plan(bench.select_workloads("set,push_wake"), [1, 16], 100, 500, 50, 1)
     runs = [(w.name, s.pipeline, s.requests) for w, s in bench.workload_runs(plan)]
     assert runs == [("SET", 1, 100), ("PUSH_WAKE", 1, 100), ("SET", 16, 500)]
+
+
+def test_effective_settings_cap_pops_and_name_python_connections() -> None:
+    settings = bench.RunSettings(requests=100_000, clients=50, pipeline=16, timeout=1)
+    # never below half the smallest set, and as many pops at every size
+    for zpopmin in bench.select_workloads("zpopmin_10k,zpopmin_1m"):
+        assert zpopmin.effective(settings) == bench.RunSettings(5000, 50, 16, 1)
+    fanout = bench.select_workloads("pubsub_fanout")[0]
+    assert fanout.effective(settings) == bench.RunSettings(5_000, bench.FANOUT_SUBSCRIBERS + 1, 1, 1)
+    assert bench.select_workloads("set")[0].effective(settings) == settings
+
+
+def test_run_one_times_the_setup_and_turns_failures_into_notes() -> None:
+    calls: list[str] = []
+
+    class Setup:
+        def prepare(self, settings: Any) -> None:
+            calls.append("prepare")
+
+        def __call__(self, endpoint: Any, settings: Any) -> None:
+            calls.append(f"setup {settings.requests}")
+
+    def measure(endpoint: Any, settings: Any) -> Any:
+        calls.append("measure")
+        return bench.Measurement(rps=float(settings.requests))
+
+    endpoint = bench.Endpoint("fakekey", "127.0.0.1", 1)
+    workload = bench.PythonWorkload("W", (), measure=measure, setup=Setup(), max_requests=7, clients=3)
+    result = bench.run_one(workload, endpoint, bench.RunSettings(100, 50, 16, 1))
+    assert calls == ["prepare", "setup 7", "measure"]
+    assert (result.requests, result.clients, result.pipeline, result.measurement.rps) == (7, 3, 1, 7.0)
+    assert result.setup_s is not None and result.setup_s >= 0 and result.note == ""
+
+    def failing(endpoint: Any, settings: Any) -> None:
+        raise bench.WorkloadFailed("prefill ZADD: ERR boom")
+
+    result = bench.run_one(bench.PythonWorkload("W", (), measure=measure, setup=failing), endpoint,
+                           bench.RunSettings(100, 50, 1, 1))
+    assert (result.measurement, result.note) == (None, "fakekey: prefill ZADD: ERR boom")
+
+
+def test_table_notes_rows_that_ran_another_count() -> None:
+    R, M = bench.Result, bench.Measurement
+    results = [R("ZPOPMIN_10K", "fakekey", 1, 5000, 50, M(rps=1.0)), R("ZPOPMIN_10K", "valkey", 1, 5000, 50, M(rps=2.0)),
+               R("SET", "fakekey", 1, 20000, 50, M(rps=1.0))]
+    assert bench.table_rows(results, 1, 20000)[1] == ["ZPOPMIN_10K: 5,000 requests over 50 connections"]
+
+
+def test_extra_lines() -> None:
+    R, M = bench.Result, bench.Measurement
+    results = [
+        R("PUBSUB_FANOUT", "fakekey", 1, 100, 51, M(rps=25000.0, extra={"publish/s": 500.0})),
+        R("PUBSUB_FANOUT", "valkey", 1, 100, 51, M(rps=1e6, extra={"publish/s": 20000.0})),
+        R("XREADGROUP_ACK", "fakekey", 1, 100, 10, M(rps=5.0, extra={"read+ack cycles/s": 1234.4})),
+        R("SET", "valkey", 1, 100, 50, M(rps=5.0)),
+    ]
+    assert bench.extra_lines(results, 1) == [
+        "PUBSUB_FANOUT publish/s: fakekey 500, valkey 20,000  fk/vk 0.03",
+        "XREADGROUP_ACK read+ack cycles/s: fakekey 1,234, valkey -",
+    ]
+
+
+def test_scaling_table_sets_sizes_side_by_side() -> None:
+    R, M = bench.Result, bench.Measurement
+    workloads = bench.select_workloads("zadd_10k,zadd_1m,zpopmin_10k,zpopmin_1m,zrange_10k,set")
+    results = [
+        R("ZADD_10K", "fakekey", 1, 10, 50, M(rps=10000.0), setup_s=0.1),
+        R("ZADD_10K", "valkey", 1, 10, 50, M(rps=40000.0), setup_s=0.0),
+        R("ZADD_1M", "fakekey", 1, 10, 50, M(rps=9000.0), setup_s=7.25),
+        R("ZADD_1M", "valkey", 1, 10, 50, M(rps=20000.0), setup_s=2.0),
+        R("ZPOPMIN_10K", "fakekey", 1, 10, 50, M(rps=12000.0)),
+        R("ZPOPMIN_10K", "valkey", 1, 10, 50, M(rps=30000.0)),
+        R("ZPOPMIN_1M", "fakekey", 1, 10, 50, note="fakekey: ERR boom", setup_s=6.5),
+        R("ZPOPMIN_1M", "valkey", 1, 10, 50, M(rps=30000.0), setup_s=2.5),
+        R("ZRANGE_10K", "fakekey", 1, 10, 50, M(rps=1.0)),  # no 1M counterpart: no row
+        R("ZADD_10K", "fakekey", 16, 10, 50, M(rps=1.0)),
+    ]
+    lines = bench.scaling_table(results, workloads, 1).splitlines()
+    assert lines[0] == "sorted sets, 10K vs 1M members, -P 1"
+    assert lines[1].split() == ["operation", "fk", "10K", "rps", "fk", "1M", "rps", "fk", "1M/10K",
+                                "vk", "10K", "rps", "vk", "1M", "rps", "vk", "1M/10K"]
+    assert lines[3].split() == ["ZADD", "10,000", "9,000", "0.90", "40,000", "20,000", "0.50"]
+    assert lines[4].split() == ["ZPOPMIN", "12,000", "-", "-", "30,000", "30,000", "1.00"]
+    assert lines[5] == "  prefill of a 1M-member sorted set: fakekey 7.2 s, valkey 2.5 s"
+    assert len(lines) == 6
+    assert bench.scaling_table(results, bench.select_workloads("zadd_10k,set"), 1) == ""
+
+
+def test_size_label_and_zset_prefill_encoding() -> None:
+    assert [bench.size_label(n) for n in (10_000, 1_000_000, 1500, 250_000)] == ["10K", "1M", "1500", "250K"]
+    pairs = (x for i in range(2500) for x in (i, f"m:{i:012d}"))
+    expected = [encode_command(*c) for c in bench.variadic(("ZADD", "k"), pairs, per_command=2000)]
+    assert list(bench.zadd_commands("k", bench.zset_members(2500))) == expected
 
 
 def test_percentiles() -> None:
@@ -143,6 +271,25 @@ def fakekey_endpoint() -> Iterator[Any]:
         yield bench.Endpoint("fakekey", srv.host, srv.port)
 
 
+@pytest.fixture(scope="module")
+def valkey_endpoint() -> Iterator[Any]:
+    binary = find_valkey_binary()
+    if binary is None:
+        pytest.skip("no valkey-server binary")
+    target = ValkeyTarget(binary)
+    target.start()
+    try:
+        yield bench.Endpoint("valkey", target.host, target.port)
+    finally:
+        target.stop()
+
+
+@pytest.fixture(params=["fakekey", "valkey"])
+def endpoint(request: pytest.FixtureRequest) -> Any:
+    """The same setup or measurement code on each server."""
+    return request.getfixturevalue(f"{request.param}_endpoint")
+
+
 def test_prefill_pipelines_commands_and_stops_at_an_error(fakekey_endpoint: Any) -> None:
     assert list(bench.variadic(("RPUSH", "l"), range(5), per_command=2)) == [
         ["RPUSH", "l", 0, 1], ["RPUSH", "l", 2, 3], ["RPUSH", "l", 4],
@@ -153,30 +300,101 @@ def test_prefill_pipelines_commands_and_stops_at_an_error(fakekey_endpoint: Any)
         assert client.call("GET", "bench:p449") == ("$", b"449")
     with pytest.raises(bench.WorkloadFailed, match="prefill NOSUCHCMD: ERR unknown command"):
         bench.prefill(fakekey_endpoint, [("SET", "bench:a", "1"), ("NOSUCHCMD", "x")])
+    with pytest.raises(bench.WorkloadFailed, match="prefill NOSUCHCMD: ERR unknown command"):
+        bench.prefill(fakekey_endpoint, [encode_command("NOSUCHCMD", "x")])  # pre-encoded
 
 
-@pytest.mark.skipif(find_valkey_binary() is None, reason="no valkey-server binary")
-def test_missing_commands_reads_command_info() -> None:
-    target = ValkeyTarget(find_valkey_binary())
-    target.start()
-    try:
-        endpoint = bench.Endpoint("valkey", target.host, target.port)
-        assert bench.missing_commands(endpoint, ("ping", "nosuchcmd", "lpush")) == ["nosuchcmd"]
-        assert bench.guard_note(bench.BenchmarkWorkload("X", ("get", "nosuchcmd")), [endpoint]) == (
-            "valkey lacks NOSUCHCMD"
-        )
-    finally:
-        target.stop()
+def test_missing_commands_reads_command_info(valkey_endpoint: Any) -> None:
+    assert bench.missing_commands(valkey_endpoint, ("ping", "nosuchcmd", "lpush")) == ["nosuchcmd"]
+    assert bench.guard_note(bench.BenchmarkWorkload("X", ("get", "nosuchcmd")), [valkey_endpoint]) == (
+        "valkey lacks NOSUCHCMD"
+    )
+
+
+SMALL = bench.RunSettings(requests=300, clients=5, pipeline=4, timeout=30)
+
+
+def test_fill_list_hash_and_stream(endpoint: Any) -> None:
+    bench.FillList("bench:t:list")(endpoint, SMALL)
+    bench.FillHash("bench:t:hash", 16)(endpoint, SMALL)
+    bench.FillStream("bench:t:stream", "g")(endpoint, SMALL)
+    assert bench.call(endpoint, "LLEN", "bench:t:list") == 300 + bench.in_flight(SMALL)
+    assert bench.call(endpoint, "HLEN", "bench:t:hash") == 16
+    assert bench.call(endpoint, "XLEN", "bench:t:stream") == 300
+    assert bench.call(endpoint, "XINFO", "GROUPS", "bench:t:stream")[0][:2] == [b"name", b"g"]
+    bench.DeleteKeys(("bench:t:list", "bench:t:hash"))(endpoint, SMALL)
+    assert bench.call(endpoint, "EXISTS", "bench:t:list", "bench:t:hash") == 0
+
+
+def test_fill_zset_and_its_reuse(endpoint: Any) -> None:
+    key = "bench:t:zset"
+    bench.FillZset(key, 2500)(endpoint, SMALL)
+    assert bench.call(endpoint, "ZRANGE", key, "0", "1", "WITHSCORES") == [
+        b"m:000000000000", b"0", b"m:000000000001", b"1"]
+    assert bench.call(endpoint, "ZCARD", key) == 2500
+    bench.call(endpoint, "ZADD", key, "-1", "m:000000000007")
+    bench.FillZset(key, 2500, reuse=True)(endpoint, SMALL)  # same size: kept as it is
+    assert bench.call(endpoint, "ZSCORE", key, "m:000000000007") == b"-1"
+    bench.call(endpoint, "ZREM", key, "m:000000000009")
+    bench.FillZset(key, 2500, reuse=True)(endpoint, SMALL)  # another size: built again
+    assert bench.call(endpoint, "ZSCORE", key, "m:000000000007") == b"7"
+    assert bench.call(endpoint, "ZCARD", key) == 2500
+
+
+def test_push_wake_measures_each_cycle(endpoint: Any) -> None:
+    m = bench.push_wake_latency(endpoint, bench.RunSettings(30, 2, 1, 30))
+    assert m.rps > 0 and 0 < m.min_ms <= m.p50_ms <= m.p99_ms <= m.max_ms
+
+
+def test_stream_group_is_drained_and_acknowledged(endpoint: Any) -> None:
+    settings = bench.RunSettings(requests=305, clients=bench.STREAM_CONSUMERS, pipeline=1, timeout=30)
+    bench.FillStream(bench.STREAM_KEY, bench.STREAM_GROUP)(endpoint, settings)
+    m = bench.drain_stream_group(endpoint, settings)
+    assert m.rps > 0 and m.p50_ms is not None and m.extra["read+ack cycles/s"] > 0
+    assert bench.call(endpoint, "XPENDING", bench.STREAM_KEY, bench.STREAM_GROUP)[0] == 0
+    with pytest.raises(bench.WorkloadFailed, match="acknowledged 0 of 305 entries"):
+        bench.drain_stream_group(endpoint, settings)  # nothing new left for the group
+
+
+def test_pubsub_fanout_delivers_every_message(endpoint: Any) -> None:
+    m = bench.pubsub_fanout(endpoint, bench.RunSettings(requests=120, clients=51, pipeline=1, timeout=30))
+    # pubsub_fanout raises unless every subscriber got exactly 120 intact messages
+    assert m.rps > 0 and m.extra["publish/s"] > 0 and m.p50_ms is None
+
+
+def test_fanout_reader_checks_every_byte() -> None:
+    message = bench.fanout_message("ch", b"hi")
+    assert message == b"*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$2\r\nhi\r\n"
+    reader = bench.FanoutReader([None, None], message, per_socket=2)  # type: ignore[list-item]
+    assert reader._take(0, message[:5]) is False and reader._take(0, message[5:] + message) is True
+    assert reader.slowest() == 0 and reader.error == ""
+    assert reader._take(1, message[:3] + b"X") is True
+    assert reader.error.startswith("subscriber 1 got unexpected bytes")
+    assert bench.FanoutReader([None], message, 1)._take(0, b"") is True  # type: ignore[list-item]
+
+
+def test_scripts_load_under_their_sha_and_run(valkey_endpoint: Any) -> None:
+    for name, expected in (("EVALSHA_1CALL", [1, 2]), ("EVALSHA_10CALLS", [b"1", b"2"])):
+        workload = bench.select_workloads(name)[0]
+        workload.setup(valkey_endpoint, SMALL)
+        assert workload.command[1] == bench.script_sha(workload.setup.script)
+        replies = [bench.call(valkey_endpoint, *workload.command) for _ in range(2)]
+        assert replies == expected
+    assert bench.call(valkey_endpoint, "LLEN", bench.SCRIPT_KEYS[3]) == 2
 
 
 @pytest.mark.skipif(shutil.which("redis-benchmark") is None, reason="redis-benchmark not installed")
 def test_short_real_run(fakekey_endpoint: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"redis://{fakekey_endpoint.host}:{fakekey_endpoint.port}"
     out = tmp_path / "r.json"
-    argv = ["--only", "fakekey", "--fakekey-url", url, "--tests", "ping_mbulk", "-n", "2000",
+    argv = ["--only", "fakekey", "--fakekey-url", url, "--tests", "ping_mbulk,zpopmin_10k", "-n", "2000",
             "-c", "10", "--pipeline", "1", "--json", str(out)]
     assert bench.main(argv) == 0
     results = json.loads(out.read_text())["results"]
-    assert [(r["workload"], r["server"], r["pipeline"]) for r in results] == [("PING_MBULK", "fakekey", 1)]
-    assert results[0]["measurement"]["rps"] > 0 and results[0]["note"] == ""
-    assert "PING_MBULK" in capsys.readouterr().out
+    assert [(r["workload"], r["server"], r["pipeline"]) for r in results] == [
+        ("PING_MBULK", "fakekey", 1), ("ZPOPMIN_10K", "fakekey", 1)]
+    assert all(r["measurement"]["rps"] > 0 and r["note"] == "" for r in results)
+    assert results[0]["setup_s"] is None and results[1]["setup_s"] >= 0
+    with RawClient(fakekey_endpoint.host, fakekey_endpoint.port) as client:  # 2,000 pops (and a few more)
+        assert 7000 <= client.call("ZCARD", "bench:zpop:10K")[1] <= 8000
+    assert "ZPOPMIN_10K" in capsys.readouterr().out
