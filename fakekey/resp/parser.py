@@ -15,12 +15,19 @@ re-joining the buffer on every read.
 
 from __future__ import annotations
 
+import re
+
 INLINE_MAX = 64 * 1024  # PROTO_INLINE_MAX_SIZE: longest line without its terminator
 INT_MAX = 2**31 - 1
 UNAUTH_MAX_ARGS = 10
 UNAUTH_MAX_BULK = 16384
 
 _CR, _LF, _STAR, _DOLLAR = 13, 10, 42, 36
+# The fast path's header lines: a positive count (at most 10 digits) / a bulk length (at
+# most 19 digits), each without sign or leading zero, then CRLF. Anything else goes to the
+# incremental path, which answers Valkey's errors.
+_COUNT_LINE = re.compile(rb"\*([1-9][0-9]{0,9})\r\n").match
+_BULK_LINE = re.compile(rb"\$(0|[1-9][0-9]{0,18})\r\n").match
 
 
 class ProtocolError(Exception):
@@ -150,36 +157,31 @@ class RequestParser:
     def _complete_multibulk(self) -> list[bytes] | None:
         """The fast path for the common case, a whole well-formed request in the buffer:
         parsed in one go, or None (nothing consumed) to leave anything else to the
-        incremental path."""
+        incremental path. Each header line is matched by one regex that also enforces
+        string2ll's digit rules (no sign, no leading zero) and the CRLF."""
         buf = self.buf
-        n = len(buf)
         pos = self.pos
-        cr = buf.find(b"\r", pos)
-        if cr < 0 or cr + 1 >= n or buf[cr + 1] != _LF:
+        m = _COUNT_LINE(buf, pos)
+        if m is None:
             return None
-        digits = buf[pos + 1 : cr]
-        if not digits.isdigit() or digits[0] == 48 or len(digits) > 10:
-            return None
-        count = int(digits)
+        count = int(m.group(1))
         if count > INT_MAX or (count > UNAUTH_MAX_ARGS and not self.authenticated):
             return None
         max_bulk = self.max_bulk if self.authenticated else min(self.max_bulk, UNAUTH_MAX_BULK)
-        p = cr + 2
+        n = len(buf)
+        p = m.end()
         argv = []
+        append = argv.append
         for _ in range(count):
-            if p >= n or buf[p] != _DOLLAR:
+            m = _BULK_LINE(buf, p)
+            if m is None:
                 return None
-            cr = buf.find(b"\r", p)
-            if cr < 0:
+            size = int(m.group(1))
+            start = m.end()
+            end = start + size
+            if end + 2 > n or size > max_bulk or buf[end:end + 2] != b"\r\n":
                 return None
-            digits = buf[p + 1 : cr]
-            if not digits.isdigit() or (digits[0] == 48 and cr - p > 2) or cr - p > 20:
-                return None
-            start = cr + 2
-            end = start + int(digits)
-            if end + 2 > n or end - start > max_bulk or buf[cr + 1] != _LF or buf[end] != _CR or buf[end + 1] != _LF:
-                return None
-            argv.append(buf[start:end])
+            append(buf[start:end])
             p = end + 2
         self.pos = p
         return argv
