@@ -63,6 +63,7 @@ class ServerState:
         self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
         self.scripts: Any = None  # the EVAL engine (commands/scripting.py), made on first use
         self.script_runner: Any = None  # runs scripts (lua_shim/bridge.py), made on first use
+        self.functions: Any = None  # the FUNCTION engine's libraries (lua_shim/functions.py), made on first use
         # a script past busy-reply-threshold: the server is BUSY until it ends (lua_shim/bridge.py)
         self.busy_script: Any = None
         self.current_client: Client | None = None  # whose command is running now

@@ -18,6 +18,7 @@ FAMILIES = (
     "transactions",
     "pubsub",
     "scripting",
+    "functions",
     "fakekey_cmds",
 )
 

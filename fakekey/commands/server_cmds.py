@@ -548,6 +548,7 @@ def total_system_memory() -> int:
 
 
 def info_memory(state: Any) -> InfoLines:
+    functions = state.functions.current if state.functions is not None else None
     dataset = dataset_bytes(state)
     used = STARTUP_MEMORY + dataset
     peak = max(used, getattr(state, "memory_peak", 0))
@@ -574,8 +575,8 @@ def info_memory(state: Any) -> InfoLines:
         "used_memory_lua_human:0B",
         "used_memory_scripts_eval:0",
         f"number_of_cached_scripts:{len(state.scripts.cache) if state.scripts is not None else 0}",
-        "number_of_functions:0",
-        "number_of_libraries:0",
+        f"number_of_functions:{len(functions.functions) if functions is not None else 0}",
+        f"number_of_libraries:{len(functions.libraries) if functions is not None else 0}",
         "used_memory_vm_functions:0",
         "used_memory_vm_total:0",
         "used_memory_vm_total_human:0B",

@@ -630,11 +630,23 @@ setmetatable(G, {__index = function(_, name)
   error("Script attempted to access nonexistent global variable '" .. tostring(name) .. "'", 2)
 end})
 
+-- FCALL's state (kind 'function'): as Valkey's, the scripts' globals are an empty read-only
+-- table reading through to the globals at run time, and to the load-time API (only
+-- `redis`/`server` with register_function, log and the constants) while FUNCTION LOAD
+-- runs a library's code (see load_library).
+local runtime_globals, env_mt
+
 local function lock()
   -- string methods go through the protected string table
   local string_mt = rawgetmetatable('')
   rawset(string_mt, '__index', protect(G.string))
-  script_env = protect(G)
+  if kind == 'function' then
+    runtime_globals = protect(G)
+    env_mt = {__index = runtime_globals, __newindex = deny_write}
+    script_env = setmetatable({}, env_mt)
+  else
+    script_env = protect(G)
+  end
   protect(string_mt)
   sethook(count_hook, '', hook_count)
 end
@@ -790,7 +802,33 @@ local function wrap(f)
   return function(...) return checked(f(...)) end
 end
 
-return {G = G, R = R, lock = lock, run = run, run_packed = run_packed, compile = compile, wrap = wrap}
+-- FUNCTION LOAD: run a library's compiled code with `api` (a protected table) as what its
+-- globals read through to; no error handler, as Valkey's lua_pcall: true, or false and the
+-- message as Valkey extracts it (a string error gets `ERR `, a table gives its `err`).
+local function end_kill()
+  if killed_mode then
+    killed_mode = false
+    sethook(count_hook, '', hook_count)
+  end
+end
+local function load_library(fn, api)
+  end_kill()
+  env_mt.__index = api
+  local ok, e = pcall(fn)
+  env_mt.__index = runtime_globals
+  end_kill()
+  if ok then return true end
+  local te = type(e)
+  if te == 'string' or te == 'number' then return false, 'ERR ' .. tostring(e) end
+  if te == 'table' then
+    local m = rawget(real_of[e] or e, 'err')
+    if type(m) == 'string' or type(m) == 'number' then return false, tostring(m) end
+  end
+  return false, nil
+end
+
+return {G = G, R = R, lock = lock, run = run, run_packed = run_packed, compile = compile, wrap = wrap,
+        protect = protect, load_library = load_library}
 """
 
 
@@ -968,6 +1006,8 @@ class LuaSandbox:
         self._run_packed = api[b"run_packed"]
         self._compile = api[b"compile"]
         self._wrap = api[b"wrap"]
+        self.protect = api[b"protect"]  # a read-only view of a Lua table, as the sandbox makes them
+        self._load_library = api[b"load_library"]
         for install in INSTALLERS:
             install(LibraryContext(self))
         if prepare is not None:
@@ -990,6 +1030,15 @@ class LuaSandbox:
             return self.lua_call(self._run, fn, as_function, len(keys), *keys, *args)
         # too many to pass as separate values: pass them in one table
         return self.lua_call(self._run_packed, fn, as_function, len(keys), self.lua.table_from(keys + args))
+
+    def load_library(self, fn: Any, api: Any) -> bytes | None:
+        """Run a function library's compiled code (kind "function") with `api` as what its
+        globals read: None, or the error message (FUNCTION LOAD's "Error registering
+        functions: ..." part)."""
+        result = self.lua_call(self._load_library, fn, api)
+        if result[0]:
+            return None
+        return result[1] if len(result) > 1 and result[1] is not None else b"ERR unknown error"
 
     @staticmethod
     def lua_call(fn: Any, *args: Any) -> Any:

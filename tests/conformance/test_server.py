@@ -389,3 +389,14 @@ def test_info_counts_cached_scripts(r2):
     r2.call("SCRIPT", "LOAD", "return 2")
     lines = r2.call("INFO", "memory")[1].decode().split("\r\n")
     assert "number_of_cached_scripts:2" in lines
+
+
+def test_info_counts_functions_and_libraries(r2):
+    r2.call("FUNCTION", "FLUSH")
+    r2.call("FUNCTION", "LOAD", "#!lua name=infolib\n"
+            "redis.register_function('f1', function() return 1 end)\n"
+            "redis.register_function('f2', function() return 2 end)")
+    lines = r2.call("INFO", "memory")[1].decode().split("\r\n")
+    r2.call("FUNCTION", "FLUSH")
+    assert "number_of_functions:2" in lines
+    assert "number_of_libraries:1" in lines
