@@ -16,6 +16,15 @@ re-joining the buffer on every read.
 from __future__ import annotations
 
 import re
+from collections import deque
+from typing import Any
+
+try:  # the C reader: a fast path for well-formed requests, checked before use
+    from hiredis import ProtocolError as ReaderError
+    from hiredis import Reader
+except ImportError:  # pragma: no cover - the pure-Python path is complete on its own
+    Reader = None  # type: ignore[assignment,misc]
+    ReaderError = Exception  # type: ignore[assignment,misc]
 
 INLINE_MAX = 64 * 1024  # PROTO_INLINE_MAX_SIZE: longest line without its terminator
 INT_MAX = 2**31 - 1
@@ -53,13 +62,22 @@ def _parse_ll(raw: bytes) -> int | None:
     return value
 
 
+def canonical(argv: list[Any]) -> bytes | None:
+    """A request of bulk strings in the one multibulk layout Valkey parses without
+    complaint; None when an element is not a bulk string."""
+    try:
+        return b"*%d\r\n" % len(argv) + b"".join([b"$%d\r\n%s\r\n" % (len(a), a) for a in argv])
+    except TypeError:
+        return None
+
+
 class RequestParser:
     """Incremental request parser for one connection: `feed` bytes, then call
     `next_request` until it returns None (more bytes needed)."""
 
     __slots__ = (
         "buf", "pos", "tail", "tail_len", "need", "line_byte", "line_seen",
-        "argv", "remaining", "bulklen", "max_bulk", "authenticated",
+        "argv", "remaining", "bulklen", "max_bulk", "authenticated", "ready", "ready_bytes",
     )
 
     def __init__(self, max_bulk: int = 512 * 1024 * 1024) -> None:
@@ -75,6 +93,8 @@ class RequestParser:
         self.bulklen = -1  # the length of the argument being read, once its header is
         self.max_bulk = max_bulk  # proto-max-bulk-len
         self.authenticated = True  # False: the unauthenticated limits apply
+        self.ready: deque[tuple[list[bytes], int]] = deque()  # parsed ahead (and sizes)
+        self.ready_bytes = 0  # their size on the wire: still part of the query buffer
 
     def feed(self, data: bytes) -> None:
         self.tail.append(data)
@@ -84,15 +104,31 @@ class RequestParser:
 
     def buffered(self) -> int:
         """Bytes received and not yet parsed into arguments (Valkey's query buffer)."""
-        return len(self.buf) - self.pos + self.tail_len
+        return len(self.buf) - self.pos + self.tail_len + self.ready_bytes
 
     def next_request(self) -> list[bytes] | None:
         """The next complete request, or None when more bytes are needed. Raises
         ProtocolError on malformed input; the parser is unusable afterwards."""
+        ready = self.ready
+        if ready:
+            argv, size = ready.popleft()
+            self.ready_bytes -= size
+            return argv
         if self.tail:
             if not self._worth_parsing():
                 return None
             self._join()
+        if (
+            Reader is not None
+            and not self.remaining
+            and self.authenticated
+            and self.pos < len(self.buf)
+            and self.buf[self.pos] == _STAR
+            and self._read_ahead()
+        ):
+            argv, size = ready.popleft()
+            self.ready_bytes -= size
+            return argv
         while True:
             if self.remaining:
                 argv = self._multibulk_args()
@@ -112,6 +148,38 @@ class RequestParser:
                 self.buf = b""  # all consumed: don't hold on to a large buffer
                 self.pos = 0
             return argv
+
+    def _read_ahead(self) -> bool:
+        """hiredis's C reader parses the complete requests at the buffer's head; each is
+        checked to be laid out exactly as Valkey requires (canonical headers, `$` bulks,
+        CRLFs, sizes within proto-max-bulk-len) before it is taken. The first request
+        that is incomplete, or not plainly well-formed, is left to the exact incremental
+        path, which answers Valkey's errors. True when at least one request was taken."""
+        buf, pos, max_bulk = self.buf, self.pos, self.max_bulk
+        reader = Reader()
+        reader.feed(buf, pos)
+        ready = self.ready
+        taken = 0
+        while True:
+            try:
+                argv = reader.gets()
+            except ReaderError:
+                break
+            if type(argv) is not list or not argv:
+                break  # incomplete (False), or an empty or odd request
+            wire = canonical(argv)
+            size = len(wire) if wire is not None else 0
+            if not size or buf[pos:pos + size] != wire or max(map(len, argv)) > max_bulk:
+                break
+            ready.append((argv, size))
+            taken += size
+            pos += size
+        self.pos = pos
+        self.ready_bytes += taken
+        if pos >= len(buf):
+            self.buf = b""
+            self.pos = 0
+        return bool(ready)
 
     # --- buffer management ---------------------------------------------------------------
 

@@ -268,8 +268,17 @@ def test_encoded_requests_round_trip(requests):
     assert parse(data, step=7) == (requests, None)
 
 
-class IncrementalOnly(RequestParser):
-    """The parser without its fast path for whole requests."""
+class WithoutReader(RequestParser):
+    """The parser without the C reader's read-ahead (the pure-Python parser)."""
+
+    __slots__ = ()
+
+    def _read_ahead(self) -> bool:
+        return False
+
+
+class IncrementalOnly(WithoutReader):
+    """The parser without either fast path for whole requests."""
 
     __slots__ = ()
 
@@ -277,14 +286,24 @@ class IncrementalOnly(RequestParser):
         return None
 
 
-@given(pieces=st.lists(PIECE, max_size=12), authenticated=st.booleans(), max_bulk=st.sampled_from([5, 2**29]))
-def test_the_fast_path_agrees_with_the_incremental_parser(pieces, authenticated, max_bulk):
+@given(pieces=st.lists(PIECE, max_size=12), authenticated=st.booleans(), max_bulk=st.sampled_from([5, 2**29]),
+       step=st.sampled_from([0, 1, 7]))
+def test_the_fast_paths_agree_with_the_incremental_parser(pieces, authenticated, max_bulk, step):
     data = b"".join(pieces)
-    parsers = [RequestParser(max_bulk), IncrementalOnly(max_bulk)]
+    parsers = [RequestParser(max_bulk), WithoutReader(max_bulk), IncrementalOnly(max_bulk)]
     for parser in parsers:
         parser.authenticated = authenticated
-    fast, incremental = (parse(data, parser=parser) for parser in parsers)
-    assert fast == incremental
+    results = [parse(data, parser=parser, step=step) for parser in parsers]
+    assert results[0] == results[2]
+    assert results[1] == results[2]
+
+
+def test_buffered_counts_requests_read_ahead():
+    parser = RequestParser()
+    data = encode_command("SET", "k", "v") * 3
+    parser.feed(data)
+    assert parser.next_request() == [b"SET", b"k", b"v"]
+    assert parser.buffered() == 2 * len(encode_command("SET", "k", "v"))
 
 
 def test_huge_length_fields_are_refused_not_converted():
