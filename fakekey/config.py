@@ -240,6 +240,7 @@ class Config:
     def __init__(self, overrides: dict[str, str] | None = None) -> None:
         self.values: dict[str, Any] = {s.name: s.default for s in SETTINGS}
         self.listeners: list[Callable[[str, Any], None]] = []
+        self.epoch = 0
         for name, text in (overrides or {}).items():
             self.set_at_startup(name, text)
 
@@ -296,6 +297,7 @@ class Config:
                 parsed.append((setting, self._parse(setting, text)))
             except ConfigError as err:
                 raise _set_failed(name, str(err)) from None
+        self.epoch += 1  # readers that cache a value re-read it when this moves
         for setting, value in parsed:
             self.values[setting.name] = value
             for listener in self.listeners:

@@ -106,14 +106,17 @@ class Connection(asyncio.Protocol):
         assert client is not None
         state = self.state
         parser = client.parser
-        config = state.config.values
+        config = state.config
         out: list[bytes] = []
         self.out = out
         error: ProtocolError | None = None
+        limits_for: tuple[bool, int] | None = None  # (authenticated, config epoch) applied
         while client.blocked is None and not (client.close_after_reply or client.killed):
-            # read before each request: the one before may have changed them (AUTH, CONFIG SET)
-            parser.authenticated = client.authenticated or not config["requirepass"]
-            parser.max_bulk = config["proto-max-bulk-len"]
+            # the request before may have changed the parse limits (AUTH, CONFIG SET)
+            if limits_for != (client.authenticated, config.epoch):
+                limits_for = (client.authenticated, config.epoch)
+                parser.authenticated = client.authenticated or not config["requirepass"]
+                parser.max_bulk = config["proto-max-bulk-len"]
             try:
                 argv = parser.next_request()
             except ProtocolError as err:
