@@ -35,6 +35,10 @@ _CR, _LF, _STAR, _DOLLAR = 13, 10, 42, 36
 # The fast path's header lines: a positive count (at most 10 digits) / a bulk length (at
 # most 19 digits), each without sign or leading zero, then CRLF. Anything else goes to the
 # incremental path, which answers Valkey's errors.
+# An aggregate header of 100,000 or more elements anywhere ahead: the C reader allocates
+# a list of that size at once (and frees it slot by slot), so such input (or binary data
+# that looks like it) never goes to the C reader.
+_BIG_AGGREGATE = re.compile(rb"[*%~>|][0-9]{6}").search
 _COUNT_LINE = re.compile(rb"\*([1-9][0-9]{0,9})\r\n").match
 _BULK_LINE = re.compile(rb"\$(0|[1-9][0-9]{0,18})\r\n").match
 
@@ -156,6 +160,8 @@ class RequestParser:
         that is incomplete, or not plainly well-formed, is left to the exact incremental
         path, which answers Valkey's errors. True when at least one request was taken."""
         buf, pos, max_bulk = self.buf, self.pos, self.max_bulk
+        if _BIG_AGGREGATE(buf, pos):
+            return False  # the C reader would size a list from it: leave it to Python
         reader = Reader()
         reader.feed(buf, pos)
         ready = self.ready

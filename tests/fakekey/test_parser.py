@@ -309,3 +309,22 @@ def test_buffered_counts_requests_read_ahead():
 def test_huge_length_fields_are_refused_not_converted():
     assert parse(b"*1\r\n$" + b"9" * 5000 + b"\r\n") == ([], b"invalid bulk length")
     assert parse(b"*" + b"9" * 5000 + b"\r\n") == ([], b"invalid multibulk length")
+
+
+@pytest.mark.parametrize("bad", [b"*2147483647\r\n", b"*1\r\n*999999\r\n", b"*2\r\n$1\r\na\r\n%123456\r\n"])
+def test_huge_aggregate_headers_never_reach_the_c_reader(monkeypatch, bad):
+    """The C reader sizes a list from an aggregate header at once and frees it slot by
+    slot (seconds for 2**31): such input stays on the Python path."""
+    import fakekey.resp.parser as parser_module
+
+    made = []
+
+    def spy_reader():
+        made.append(True)
+        return real_reader()
+
+    real_reader = parser_module.Reader
+    monkeypatch.setattr(parser_module, "Reader", spy_reader)
+    requests, _ = parse(encode_command("PING") + bad)
+    assert requests[0] == [b"PING"]
+    assert not made
