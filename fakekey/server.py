@@ -110,15 +110,16 @@ class Connection(asyncio.Protocol):
         out: list[bytes] = []
         self.out = out
         error: ProtocolError | None = None
-        limits_for: tuple[bool, int] | None = None  # (authenticated, config epoch) applied
+        next_request = parser.next_request
+        limits_auth, limits_epoch = None, -1  # what the parse limits were last read for
         while client.blocked is None and not (client.close_after_reply or client.killed):
             # the request before may have changed the parse limits (AUTH, CONFIG SET)
-            if limits_for != (client.authenticated, config.epoch):
-                limits_for = (client.authenticated, config.epoch)
+            if limits_auth is not client.authenticated or limits_epoch != config.epoch:
+                limits_auth, limits_epoch = client.authenticated, config.epoch
                 parser.authenticated = client.authenticated or not config["requirepass"]
                 parser.max_bulk = config["proto-max-bulk-len"]
             try:
-                argv = parser.next_request()
+                argv = next_request()
             except ProtocolError as err:
                 error = err
                 break

@@ -202,7 +202,14 @@ class ServerState:
             return self._call_while_busy(client, cmd, argv)
         if client.in_multi and cmd.name not in NOT_QUEUED:
             return self._queue(client, cmd, argv)
-        return self.execute(client, cmd, argv)
+        # run it under its own clock snapshot; serve the blocked clients it made ready after
+        self.now = self.clock.now_ms()
+        self.current_client = client
+        reply = self.run_command(client, cmd, argv)
+        self.current_client = None
+        if self.blocking.ready:
+            self.blocking.serve()
+        return reply
 
     def _call_while_busy(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
         """A script past busy-reply-threshold owns the data and the clock: only commands
@@ -213,17 +220,6 @@ class ServerState:
         if client.in_multi and cmd.name not in NOT_QUEUED:
             return self._queue(client, cmd, argv)
         return self.run_command(client, cmd, argv)
-
-    def execute(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
-        """Run a command that passed every check, with its own clock snapshot; blocked
-        clients whose keys it made ready are served after it ends."""
-        self.now = self.clock.now_ms()  # the command's clock snapshot (see tick)
-        self.current_client = client
-        reply = self.run_command(client, cmd, argv)
-        self.current_client = None
-        if self.blocking.ready:
-            self.blocking.serve()
-        return reply
 
     def run_command(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
         """The handler call alone: inside EXEC and scripts, commands share the clock
