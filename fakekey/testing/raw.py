@@ -125,3 +125,39 @@ def plain(reply: Reply) -> Any:
     if kind in "%|":
         return {plain(k): plain(v) for k, v in value}
     return value
+
+
+class Background:
+    """A client that sends requests from a thread (a long script, a blocking command)
+    while the test goes on; `join()` answers its replies in order."""
+
+    def __init__(self, host: str, port: int, *requests: tuple[Any, ...], timeout: float = 20.0) -> None:
+        import threading
+
+        self.client = RawClient(host, port, timeout=timeout)
+        self.replies: list[Any] = []
+        self.requests = requests
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.replies = self.client.pipeline(*self.requests)
+        except Exception as err:  # noqa: BLE001 - reported to the test by join()
+            self.replies = [err]
+
+    def join(self, timeout: float = 10.0) -> list[Any]:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "the background client got no reply in time"
+        self.client.close()
+        return self.replies
+
+
+def wait_until_reply(client: RawClient, expected: Reply, timeout: float = 5.0) -> None:
+    """Send PING until the server answers `expected` (e.g. BUSY once a script runs long)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while client.call("PING") != expected:
+        assert time.monotonic() < deadline, f"the server never answered {expected!r}"
+        time.sleep(0.01)

@@ -5,15 +5,13 @@ server, where these take a server that must be shut down, hence fakekey-only her
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from fakekey.server import Server
-from fakekey.testing.raw import RawClient
+from fakekey.testing.raw import Background, RawClient, wait_until_reply
 
 BUSY_FUNCTION = ("-", b"BUSY Valkey is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.")
 BUSY_EVAL = ("-", b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
@@ -56,39 +54,13 @@ def other(server: Server) -> Iterator[RawClient]:
     client.close()
 
 
-class Background:
-    """A client sending requests from a thread; its replies are collected in order."""
-
-    def __init__(self, server: Server, *requests: tuple[Any, ...]) -> None:
-        self.client = RawClient(server.host, server.port, timeout=20)
-        self.replies: list[Any] = []
-        self.requests = requests
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            self.replies = self.client.pipeline(*self.requests)
-        except Exception as err:  # noqa: BLE001 - reported to the test
-            self.replies = [err]
-
-    def join(self) -> list[Any]:
-        self.thread.join(10)
-        assert not self.thread.is_alive()
-        self.client.close()
-        return self.replies
-
-
 def wait_busy(client: RawClient, busy: tuple[str, bytes] = BUSY_FUNCTION) -> None:
-    deadline = time.monotonic() + 5
-    while client.call("PING") != busy:
-        assert time.monotonic() < deadline, "the server never became BUSY"
-        time.sleep(0.01)
+    wait_until_reply(client, busy)
 
 
 def test_busy_function_then_function_kill(server, other):
     assert other.call("FUNCTION", "KILL") == NOTBUSY
-    function = Background(server, ("FCALL", "spin", 1, "k", "a"), ("PING",))
+    function = Background(server.host, server.port, ("FCALL", "spin", 1, "k", "a"), ("PING",))
     wait_busy(other)
     assert other.call("GET", "k") == BUSY_FUNCTION
     assert other.call("FUNCTION", "LIST") == BUSY_FUNCTION
@@ -105,7 +77,7 @@ def test_busy_function_then_function_kill(server, other):
 
 
 def test_function_stats_while_a_function_runs(server, other):
-    function = Background(server, ("FCALL_RO", "rospin", 1, "k", "a1"))
+    function = Background(server.host, server.port, ("FCALL_RO", "rospin", 1, "k", "a1"))
     wait_busy(other)
     time.sleep(0.05)
     kind, fields = other.call("FUNCTION", "STATS")
@@ -128,7 +100,7 @@ def test_function_stats_while_a_function_runs(server, other):
 
 
 def test_cross_kills_between_eval_and_functions(server, other):
-    script = Background(server, ("EVAL", "while true do end", 0))
+    script = Background(server.host, server.port, ("EVAL", "while true do end", 0))
     wait_busy(other, BUSY_EVAL)
     assert other.call("FUNCTION", "KILL") == BUSY_EVAL
     assert other.call("FUNCTION", "STATS") == BUSY_EVAL
@@ -137,14 +109,14 @@ def test_cross_kills_between_eval_and_functions(server, other):
 
 
 def test_pcall_cannot_swallow_the_kill(server, other):
-    function = Background(server, ("FCALL", "pcall_spin", 0))
+    function = Background(server.host, server.port, ("FCALL", "pcall_spin", 0))
     wait_busy(other)
     assert other.call("FUNCTION", "KILL") == ("+", b"OK")
     assert function.join() == [killed(4)]
 
 
 def test_unkillable_after_a_write(server, other):
-    function = Background(server, ("FCALL", "write_then_wait", 1, "k", "0.3"))
+    function = Background(server.host, server.port, ("FCALL", "write_then_wait", 1, "k", "0.3"))
     wait_busy(other)
     assert other.call("FUNCTION", "KILL") == UNKILLABLE
     assert other.call("SCRIPT", "KILL") == UNKILLABLE
@@ -155,7 +127,7 @@ def test_unkillable_after_a_write(server, other):
 def test_a_quick_function_that_turns_slow_still_goes_busy(server, other):
     for _ in range(3):  # quick runs: from the second one on, it runs on the loop thread
         assert other.call("FCALL", "count", 0, 10) == (":", 10)
-    function = Background(server, ("FCALL", "count", 0, "1e15"))
+    function = Background(server.host, server.port, ("FCALL", "count", 0, "1e15"))
     wait_busy(other)
     assert other.call("FUNCTION", "KILL") == ("+", b"OK")
     assert function.join() == [killed(11)]

@@ -5,15 +5,13 @@ real server)."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from fakekey.server import Server
-from fakekey.testing.raw import RawClient
+from fakekey.testing.raw import Background, RawClient, wait_until_reply
 
 BUSY = ("-", b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
 KILLED = ("-", b"ERR Script killed by user with SCRIPT KILL. script: on @user_script:1.")
@@ -36,39 +34,13 @@ def other(server: Server) -> Iterator[RawClient]:
     client.close()
 
 
-class Background:
-    """A client sending requests from a thread; its replies are collected in order."""
-
-    def __init__(self, server: Server, *requests: tuple[Any, ...]) -> None:
-        self.client = RawClient(server.host, server.port, timeout=20)
-        self.replies: list[Any] = []
-        self.requests = requests
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        try:
-            self.replies = self.client.pipeline(*self.requests)
-        except Exception as err:  # noqa: BLE001 - reported to the test
-            self.replies = [err]
-
-    def join(self) -> list[Any]:
-        self.thread.join(10)
-        assert not self.thread.is_alive()
-        self.client.close()
-        return self.replies
-
-
 def wait_busy(client: RawClient) -> None:
-    deadline = time.monotonic() + 5
-    while client.call("PING") != BUSY:
-        assert time.monotonic() < deadline, "the server never became BUSY"
-        time.sleep(0.01)
+    wait_until_reply(client, BUSY)
 
 
 def test_busy_then_script_kill(server, other):
     assert other.call("SCRIPT", "KILL") == ("-", b"NOTBUSY No scripts in execution right now.")
-    script = Background(server, ("EVAL", FOREVER, 0), ("PING",))
+    script = Background(server.host, server.port, ("EVAL", FOREVER, 0), ("PING",))
     wait_busy(other)
     assert other.call("GET", "x") == BUSY
     assert other.call("NOSUCH") == ("-", b"ERR unknown command 'NOSUCH', with args beginning with: ")
@@ -85,14 +57,14 @@ def test_pcall_cannot_swallow_the_kill(server, other):
         "while true do coroutine.wrap(function() while true do end end)() end",
     ]
     for loop in loops:
-        script = Background(server, ("EVAL", loop, 0))
+        script = Background(server.host, server.port, ("EVAL", loop, 0))
         wait_busy(other)
         assert other.call("SCRIPT", "KILL") == ("+", b"OK")
         assert script.join() == [KILLED], loop
 
 
 def test_commands_allowed_while_busy(server, other):
-    script = Background(server, ("EVAL", FOREVER, 0))
+    script = Background(server.host, server.port, ("EVAL", FOREVER, 0))
     wait_busy(other)
     kind, _ = other.call("HELLO", "3")
     assert kind == "%"
@@ -109,7 +81,7 @@ def test_commands_allowed_while_busy(server, other):
 
 
 def test_unkillable_after_a_write_then_shutdown_nosave(server, other):
-    script = Background(server, ("EVAL", "redis.call('del', 'nokey') " + FOREVER, 0))
+    script = Background(server.host, server.port, ("EVAL", "redis.call('del', 'nokey') " + FOREVER, 0))
     wait_busy(other)
     assert other.call("SCRIPT", "KILL") == UNKILLABLE
     other.send("SHUTDOWN", "NOSAVE")
@@ -122,11 +94,11 @@ def test_unkillable_after_a_write_then_shutdown_nosave(server, other):
 
 
 def test_blocked_clients_are_served_after_the_busy_script(server, other):
-    waiter = Background(server, ("BLPOP", "q", 5))
+    waiter = Background(server.host, server.port, ("BLPOP", "q", 5))
     time.sleep(0.05)
     busy_push = "redis.call('rpush', KEYS[1], 'a', 'b') local t = os.clock() while os.clock() - t < 0.3 do end " \
                 "return redis.call('llen', KEYS[1])"
-    script = Background(server, ("EVAL", busy_push, 1, "q"))
+    script = Background(server.host, server.port, ("EVAL", busy_push, 1, "q"))
     wait_busy(other)
     assert other.call("SCRIPT", "KILL") == UNKILLABLE
     assert script.join() == [(":", 2)]  # nobody popped while the script ran
@@ -138,7 +110,7 @@ def test_a_quick_script_that_turns_slow_still_goes_busy(server, other):
     count = "local n = tonumber(ARGV[1]) local x = 0 for i = 1, n do x = x + 1 end return x"
     for _ in range(3):  # quick runs: from the second one on, it runs on the loop thread
         assert other.call("EVAL", count, 0, 10) == (":", 10)
-    script = Background(server, ("EVAL", count, 0, "1e15"))
+    script = Background(server.host, server.port, ("EVAL", count, 0, "1e15"))
     wait_busy(other)
     assert other.call("SCRIPT", "KILL") == ("+", b"OK")
     assert script.join() == [KILLED]
@@ -153,7 +125,7 @@ def test_a_quick_script_that_wrote_is_never_run_twice(server, other):
     assert other.call("EVAL", incr_then_wait, 1, "n", "0.2") == ("$", b"4")
     assert other.call("GET", "n") == ("$", b"4")
     # from then on it runs on the script thread again, with BUSY replies meanwhile
-    script = Background(server, ("EVAL", incr_then_wait, 1, "n", "0.3"))
+    script = Background(server.host, server.port, ("EVAL", incr_then_wait, 1, "n", "0.3"))
     wait_busy(other)
     assert script.join() == [("$", b"5")]
 
@@ -169,7 +141,7 @@ def test_a_restarted_script_draws_the_same_random_numbers(server, other):
 def test_a_client_leaving_during_a_busy_script(server, other):
     leaver = RawClient(server.host, server.port)
     leaver.call("WATCH", "w")
-    script = Background(server, ("EVAL", FOREVER, 0))
+    script = Background(server.host, server.port, ("EVAL", FOREVER, 0))
     wait_busy(other)
     leaver.close()
     time.sleep(0.05)
@@ -184,7 +156,7 @@ def test_a_client_leaving_during_a_busy_script(server, other):
 
 def test_stopping_the_server_stops_its_busy_script():
     server = Server(busy_reply_threshold=50).start()
-    script = Background(server, ("EVAL", "redis.call('set', 'k', 'v') " + FOREVER, 0))
+    script = Background(server.host, server.port, ("EVAL", "redis.call('set', 'k', 'v') " + FOREVER, 0))
     other = RawClient(server.host, server.port)
     wait_busy(other)
     started = time.monotonic()
@@ -201,7 +173,7 @@ def test_stopping_the_server_stops_its_busy_script():
 def test_no_busy_mode_with_a_zero_threshold(server, other):
     other.call("CONFIG", "SET", "busy-reply-threshold", "0")
     wait = "local t = os.clock() while os.clock() - t < 0.15 do end return 1"
-    script = Background(server, ("EVAL", wait, 0))
+    script = Background(server.host, server.port, ("EVAL", wait, 0))
     time.sleep(0.05)
     assert other.call("PING") == ("+", b"PONG")  # waited for the script, never BUSY
     assert script.join() == [(":", 1)]
