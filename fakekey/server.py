@@ -127,11 +127,13 @@ class Connection(asyncio.Protocol):
                 break
             reply = state.call(client, argv)
             client.total_commands += 1
-            if reply is not NO_REPLY:
-                if client.reply_mode == "on":
+            if client.reply_mode == "on":
+                if type(reply) is bytes:  # a bulk string, the commonest reply: no dispatch
+                    out.append(b"$%d\r\n%s\r\n" % (len(reply), reply))
+                elif reply is not NO_REPLY:
                     out.append(client.encoder.encode(reply))
-                elif client.reply_mode == "skip":
-                    client.reply_mode = "on"
+            elif reply is not NO_REPLY and client.reply_mode == "skip":
+                client.reply_mode = "on"
             if client.deferred_pushes:
                 self.flush_deferred_pushes(client)
         self.out = None
