@@ -3,7 +3,6 @@ subscriptions and blocked state. The network side lives in `server.py`."""
 
 from __future__ import annotations
 
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from fakekey.resp.encoder import ENCODERS, Encoder
@@ -57,9 +56,8 @@ class Client:
         self.channels: set[bytes] = set()
         self.patterns: set[bytes] = set()
         self.shard_channels: set[bytes] = set()
-        # blocking: the pending requests that arrived while blocked, and the wait itself
+        # blocking: the wait itself (requests sent meanwhile stay unparsed in the parser)
         self.blocked: Any = None
-        self.pending: deque[list[bytes]] = deque()
         # pub/sub messages to this client while its own command runs go after its reply
         self.deferred_pushes: list[list[Any]] = []
 
