@@ -20,16 +20,22 @@ def _plain_count(c: Client) -> int:
     return len(c.channels) + len(c.patterns)
 
 
+def _subscribe_each(kind: bytes, names: list[bytes], add: Any, count: Any) -> Any:
+    """Subscribe to each name, confirming each with the count that follows it."""
+    out = Multi()
+    for name in names:
+        add(name)
+        out.append(Push([kind, name, count()]))
+    return out
+
+
 @command("subscribe", -2, SUB, acl="pubsub", group=G, since="2.0.0",
          complexity="O(N) where N is the number of channels to subscribe to.",
          summary="Listens for messages published to channels.")
 def subscribe(c: Client, argv: list[bytes]) -> Any:
     hub = c.state.pubsub
-    out = Multi()
-    for channel in argv[1:]:
-        hub.subscribe(c, channel)
-        out.append(Push([b"subscribe", channel, _plain_count(c)]))
-    return out
+    return _subscribe_each(b"subscribe", argv[1:], lambda ch: hub.subscribe(c, ch),
+                           lambda: _plain_count(c))
 
 
 @command("psubscribe", -2, SUB, acl="pubsub", group=G, since="2.0.0",
@@ -37,11 +43,8 @@ def subscribe(c: Client, argv: list[bytes]) -> Any:
          summary="Listens for messages published to channels matching glob patterns.")
 def psubscribe(c: Client, argv: list[bytes]) -> Any:
     hub = c.state.pubsub
-    out = Multi()
-    for pattern in argv[1:]:
-        hub.psubscribe(c, pattern)
-        out.append(Push([b"psubscribe", pattern, _plain_count(c)]))
-    return out
+    return _subscribe_each(b"psubscribe", argv[1:], lambda p: hub.psubscribe(c, p),
+                           lambda: _plain_count(c))
 
 
 @command("ssubscribe", -2, SUB, keys=keys_range(1, -1, flags="not_key"), acl="pubsub", group=G,
@@ -49,11 +52,8 @@ def psubscribe(c: Client, argv: list[bytes]) -> Any:
          summary="Listens for messages published to shard channels.")
 def ssubscribe(c: Client, argv: list[bytes]) -> Any:
     hub = c.state.pubsub
-    out = Multi()
-    for channel in argv[1:]:
-        hub.subscribe(c, channel, shard=True)
-        out.append(Push([b"ssubscribe", channel, len(c.shard_channels)]))
-    return out
+    return _subscribe_each(b"ssubscribe", argv[1:], lambda ch: hub.subscribe(c, ch, shard=True),
+                           lambda: len(c.shard_channels))
 
 
 def _unsubscribe_each(c: Client, kind: bytes, names: list[bytes], current: set[bytes], drop: Any,

@@ -106,11 +106,9 @@ def swap_databases(first: Database, second: Database) -> None:
         one, other = getattr(first, attr), getattr(second, attr)
         setattr(first, attr, other)
         setattr(second, attr, one)
+    first.touch_all_watchers(second)
+    second.touch_all_watchers(first)
     for db in (first, second):
-        for key, clients in db.watched.items():
-            if key in first.data or key in second.data:
-                for client in clients:
-                    client.watch_dirty = True
         for key in list(db.waiting):
             if key in db.data:
                 db.state.blocking.signal(db, key)
