@@ -82,6 +82,7 @@ class RequestParser:
     __slots__ = (
         "buf", "pos", "tail", "tail_len", "need", "line_byte", "line_seen",
         "argv", "remaining", "bulklen", "max_bulk", "authenticated", "ready", "ready_bytes",
+        "reader",
     )
 
     def __init__(self, max_bulk: int = 512 * 1024 * 1024) -> None:
@@ -99,6 +100,7 @@ class RequestParser:
         self.authenticated = True  # False: the unauthenticated limits apply
         self.ready: deque[tuple[list[bytes], int]] = deque()  # parsed ahead (and sizes)
         self.ready_bytes = 0  # their size on the wire: still part of the query buffer
+        self.reader: Any = None  # an empty C reader, kept for the next lone request
 
     def feed(self, data: bytes) -> None:
         self.tail.append(data)
@@ -118,7 +120,13 @@ class RequestParser:
             argv, size = ready.popleft()
             self.ready_bytes -= size
             return argv
+        if not self.tail and self.pos >= len(self.buf) and not self.remaining:
+            return None  # nothing buffered: the common end of a batch
         if self.tail:
+            if len(self.tail) == 1 and self.pos >= len(self.buf) and not self.remaining:
+                argv = self._lone_request()
+                if argv is not None:
+                    return argv
             if not self._worth_parsing():
                 return None
             self._join()
@@ -152,6 +160,36 @@ class RequestParser:
                 self.buf = b""  # all consumed: don't hold on to a large buffer
                 self.pos = 0
             return argv
+
+    def _lone_request(self) -> list[bytes] | None:
+        """The commonest read of an unpipelined client: one chunk holding exactly one
+        request, laid out exactly as Valkey requires (its canonical bytes). Parsed by the
+        C reader, which is kept for the next one; None (the chunk left as it was) for
+        anything else."""
+        data = self.tail[0]
+        if (
+            Reader is None
+            or not self.authenticated
+            or data[:1] != b"*"
+            or len(data) > self.max_bulk  # no argument can be longer than the chunk
+            or _BIG_AGGREGATE(data)
+        ):
+            return None
+        reader = self.reader
+        if reader is None:
+            reader = Reader()
+        self.reader = None  # kept below only once known to be empty again
+        reader.feed(data)
+        try:
+            argv = reader.gets()
+        except ReaderError:
+            return None
+        if type(argv) is not list or not argv or canonical(argv) != data:
+            return None  # not bulk strings alone, in exactly Valkey's layout
+        self.reader = reader  # it consumed the chunk, all of it
+        self.tail.clear()
+        self.tail_len = 0
+        return argv
 
     def _read_ahead(self) -> bool:
         """hiredis's C reader parses the complete requests at the buffer's head; each is
