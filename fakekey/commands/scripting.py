@@ -46,6 +46,11 @@ class Script:
     compat: bool  # no shebang: Valkey's backwards-compatible mode, flags ignored
     profile: RunProfile = dataclasses.field(default_factory=RunProfile)
 
+    def __post_init__(self) -> None:
+        self.no_writes = not self.compat and NO_WRITES in self.flags
+        # *_RO refuses scripts with a shebang that does not declare no-writes
+        self.refused_read_only = not self.compat and not self.no_writes
+
 
 class EvalScripts:
     """The EVAL engine of one server: its Lua state and its script cache."""
@@ -257,21 +262,18 @@ def run_eval(c: Client, argv: list[bytes], *, by_sha: bool, read_only: bool) -> 
         raise TOO_MANY_KEYS
     if numkeys < 0:
         raise NEGATIVE_KEYS
-    scripts = scripts_of(c.state)
+    scripts = c.state.scripts or scripts_of(c.state)
     if by_sha:
         sha = argv[1].lower()
-        script = scripts.lookup(sha)
+        script = scripts.cache.get(sha)
         if script is None:
             raise NOSCRIPT
     else:
         sha, script = scripts.load(argv[1], from_eval=True)
-    no_writes = not script.compat and NO_WRITES in script.flags
-    if read_only and not script.compat and not no_writes:
+    if read_only and script.refused_read_only:
         raise WRITE_FLAG_ON_RO
-    keys = argv[3:3 + numkeys]
-    args = argv[3 + numkeys:]
-    run = ScriptRun(scripts.bridge, c, script.fn, keys, args, read_only=read_only or no_writes,
-                    profile=script.profile)
+    run = ScriptRun(scripts.bridge, c, script.fn, argv[3:3 + numkeys], argv[3 + numkeys:],
+                    read_only or script.no_writes, script.profile)
     reply = scripts.runner.execute(run)
     scripts.used(sha)
     return reply

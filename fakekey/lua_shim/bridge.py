@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fakekey.client import Client
+from fakekey.lua_shim.runtime import MAX_MULTIPLE_VALUES
 from fakekey.resp.encoder import ENCODERS, format_double
 from fakekey.resp.replies import (
     NO_REPLY,
@@ -78,9 +79,9 @@ UNKILLABLE = ReplyError(
 KILLED_EVAL = b"ERR Script killed by user with SCRIPT KILL."
 KILLED_FUNCTION = b"ERR Script killed by user with FUNCTION KILL."
 
-# Commands a read-only script may not run: writes, and the ones Valkey flags
-# may-replicate (a flag COMMAND INFO does not show, so not in the registry).
-_WRITE_FLAGS = frozenset({"write", "may_replicate"})
+# Commands a read-only script may not run, and that make a run's effects visible (it
+# cannot be run again): writes, and the ones Valkey flags may-replicate (a flag COMMAND
+# INFO does not show, so not in the registry).
 _MAY_REPLICATE = frozenset({"publish", "spublish", "pfcount"})
 
 
@@ -262,17 +263,6 @@ def _parse_resp(data: bytes, pos: int) -> tuple[Any, int]:
 # --- Lua results -> replies --------------------------------------------------------------
 
 
-class Converted:
-    """A script's result as a typed reply, with the error replies Valkey counts in its
-    error statistics (all of them but those that came from commands)."""
-
-    __slots__ = ("reply", "counted_errors")
-
-    def __init__(self, reply: Any, counted_errors: list[ReplyError]) -> None:
-        self.reply = reply
-        self.counted_errors = counted_errors
-
-
 def _no_newlines(text: bytes) -> bytes:
     return text.replace(b"\r", b" ").replace(b"\n", b" ")
 
@@ -365,26 +355,28 @@ class _TokenReader:
         return Raw(head + b"".join(encode(item) for item in flat))
 
 
-def outcome_to_reply(outcome: tuple, protocol: int, funcname: bytes = b"") -> Converted:
-    """The sandbox's `run` outcome (tag, resp, ...) as the reply to the script's caller."""
+def outcome_to_reply(outcome: tuple, protocol: int, funcname: bytes = b"") -> tuple[Any, list[ReplyError]]:
+    """The sandbox's `run` outcome (tag, resp, ...) as the reply to the script's caller,
+    with the error replies Valkey counts in its error statistics for it (all of them but
+    those that came from commands)."""
     tag, resp = outcome[0], outcome[1]
     if tag == 0:
-        return Converted(scalar_to_reply(outcome[2], resp), [])
+        return scalar_to_reply(outcome[2], resp), []
     if tag == 1 or tag == 4:
         tokens = outcome[2:] if tag == 1 else list(outcome[2].values())
         reader = _TokenReader(tokens, resp, protocol)
         reply = reader.read()
-        return Converted(reply, reader.errors)
+        return reply, reader.errors
     if tag == 2:
         message, source, line, ignored = outcome[2], outcome[3], outcome[4], outcome[5]
         text = message if message is not None else b"ERR unknown error"
         if source is not None and line is not None:
             text += b" script: on " + source + b":" + line + b"."
         err = ReplyError(text)
-        return Converted(err, [] if ignored else [err])
+        return err, [] if ignored else [err]
     text = outcome[2] if len(outcome) > 2 and outcome[2] is not None else b"execution failure"
     err = ReplyError(b"ERR Error running script " + funcname + b", " + text[:100])
-    return Converted(err, [err])
+    return err, [err]
 
 
 # --- the script's client and its commands --------------------------------------------------
@@ -422,6 +414,14 @@ class Rand48:
         return (self.next31() % 0x7FFFFFFF) / 0x7FFFFFFF
 
 
+class Refused(Exception):  # noqa: N818 - not an error of fakekey's: a script's command refused
+    """A command a script may not run, with what Lua gets for it."""
+
+    def __init__(self, outcome: tuple) -> None:
+        super().__init__()
+        self.outcome = outcome
+
+
 class CommandBridge:
     """The sandbox's host (`runtime.SandboxHost`) for one scripting engine: runs
     `redis.call` as the engine's client under the current run's rules."""
@@ -437,11 +437,24 @@ class CommandBridge:
 
     def call(self, resp: int, *args: Any) -> tuple:
         try:
-            argv = self._argv(args)
-            if type(argv) is tuple:
-                return argv
+            for arg in args:
+                if type(arg) is not bytes:  # numbers to convert, or a bad argument
+                    argv = self._argv(args)
+                    if type(argv) is tuple:
+                        return argv
+                    break
+            else:
+                if not args:
+                    return (2, NO_ARGUMENTS, False)
+                argv = [*args]
             with self.runner.guard:
-                return self._execute(resp == 3, argv)
+                reply = self._execute(resp, argv)
+            kind = type(reply)
+            if kind is bytes or kind is int:  # the commonest replies, as they are
+                return (0, reply)
+            return reply_to_lua(reply, resp == 3, self.sandbox)
+        except Refused as refused:
+            return refused.outcome
         except Exception:  # noqa: BLE001 - a Python error must never reach Lua
             log.exception("redis.call failed inside fakekey")
             return (2, b"ERR internal error in fakekey's redis.call", False)
@@ -501,38 +514,43 @@ class CommandBridge:
                 return (2, BAD_ARGUMENT, False)
         return argv
 
-    def _execute(self, resp3: bool, argv: list[bytes]) -> tuple:
+    def _execute(self, resp: int, argv: list[bytes]) -> Any:
+        """Run argv under the run's rules: the command's reply; raises Refused."""
         state = self.state
+        # the registry as ServerState.call reads it: a known name as sent, then the rest
+        cmd = state._by_exact_name.get(argv[0])
+        if cmd is None or cmd.subcommands or (cmd.arity != len(argv) and (
+                cmd.arity > 0 or len(argv) < -cmd.arity)):
+            cmd = state.lookup_command(argv)
+            if type(cmd) is ReplyError:
+                raise self._refused(self._lookup_error(cmd, argv))
+        flags = cmd.flags
+        if "noscript" in flags:
+            raise self._refused(NOT_ALLOWED, cmd)
         run = self.run
-        cmd = state.lookup_command(argv)
-        if type(cmd) is ReplyError:
-            return self._refused(self._lookup_error(cmd, argv))
-        if "noscript" in cmd.flags:
-            return self._refused(NOT_ALLOWED, cmd)
-        refusal = acl_refusal(state, run.caller if run else None, cmd, argv)
+        caller = run.caller if run is not None else None
+        refusal = acl_refusal(state, caller, cmd, argv)
         if refusal is not None:
-            return self._refused(refusal, cmd)
-        if run is not None and run.read_only and (
-                not _WRITE_FLAGS.isdisjoint(cmd.flags) or cmd.name in _MAY_REPLICATE):
-            return self._refused(READ_ONLY_WRITE, cmd)
-        if run is not None and ("write" in cmd.flags or cmd.name in _MAY_REPLICATE):
+            raise self._refused(refusal, cmd)
+        if run is not None and ("write" in flags or cmd.name in _MAY_REPLICATE):
+            if run.read_only:
+                raise self._refused(READ_ONLY_WRITE, cmd)
             run.side_effects = True
-            run.dirty = run.dirty or "write" in cmd.flags
+            if "write" in flags:
+                run.dirty = True
         client = self.client
-        if client.protocol != (3 if resp3 else 2):
-            client.set_protocol(3 if resp3 else 2)
+        if client.protocol != resp:
+            client.set_protocol(3 if resp == 3 else 2)
+        if caller is None:
+            return state.run_command(client, cmd, argv)
         # The caller stays the current client (its own pub/sub messages come after its
         # reply, as in Valkey); what runs now is this command (keymiss events read it).
-        caller = run.caller if run is not None else None
-        outer = caller.cmd if caller is not None else None
-        if caller is not None:
-            caller.cmd = cmd
+        outer = caller.cmd
+        caller.cmd = cmd
         try:
-            reply = state.run_command(client, cmd, argv)
+            return state.run_command(client, cmd, argv)
         finally:
-            if caller is not None:
-                caller.cmd = outer
-        return reply_to_lua(reply, resp3, self.sandbox)
+            caller.cmd = outer
 
     def _lookup_error(self, err: ReplyError, argv: list[bytes]) -> bytes:
         if self.state.registry.lookup(argv[0]) is None:
@@ -541,27 +559,15 @@ class CommandBridge:
             return WRONG_ARITY
         return err.message  # an unknown subcommand: the container's own answer
 
-    def _refused(self, message: bytes, cmd: Command | None = None) -> tuple:
+    def _refused(self, message: bytes, cmd: Command | None = None) -> Refused:
         """A command the script may not run: Valkey counts the error, then hands it to
         the script as a command error."""
         if cmd is not None:
             cmd.rejected_calls += 1
         self.state._count_error(ReplyError(message))
-        return (2, lua_error_text(message), True)
+        return Refused((2, lua_error_text(message), True))
 
     # --- one run ---------------------------------------------------------------------------
-
-    def begin(self, run: ScriptRun) -> None:
-        self.run = run
-        client = self.client
-        caller = run.caller
-        client.db = caller.db
-        client.user = caller.user
-        if client.protocol != 2:
-            client.set_protocol(2)
-
-    def end(self) -> None:
-        self.run = None
 
 
 def acl_refusal(state: ServerState, caller: Client | None, cmd: Command, argv: list[bytes]) -> bytes | None:
@@ -585,50 +591,46 @@ class RunProfile:
 
 
 class ScriptRun:
-    """One execution of a script (EVAL) or a function (FCALL)."""
+    """One execution of a script (EVAL) or a function (FCALL). What most runs never
+    change (the BUSY machinery's fields) are class defaults, so a run costs little."""
 
     # the blocking machinery treats the caller's `blocked` marker as an inactive waiter
     active = False
+    as_function = False
+    funcname = b""
+    # the state of a run that has not started (again): see reset()
+    dirty = False  # it ran a write command: SCRIPT KILL can no longer stop it
+    side_effects = False  # it wrote or published: it cannot be run again
+    killed = False
+    aborted = False
+    inline_deadline = 0.0  # running inline on the loop thread: when to hand over
+    restart = False  # stopped at that deadline, to run again on the script thread
+    # the BUSY machinery
+    finished = False
+    detached = False  # past the threshold: the server is BUSY
+    done: Any = None
+    loop: asyncio.AbstractEventLoop | None = None
+    worker_ident = 0
+    after_script: tuple[tuple[Callable[..., Any], tuple], ...] = ()
+    # the outcome: the reply, and the error replies Valkey counts for it
+    reply: Any = None
+    counted_errors: list[ReplyError] | tuple[()] = ()
 
-    def __init__(
-        self,
-        bridge: CommandBridge,
-        caller: Client,
-        fn: Any,
-        keys: list[bytes],
-        args: list[bytes],
-        *,
-        as_function: bool = False,
-        read_only: bool = False,
-        funcname: bytes = b"",
-        profile: RunProfile | None = None,
-    ) -> None:
+    def __init__(self, bridge: CommandBridge, caller: Client, fn: Any, keys: list[bytes],
+                 args: list[bytes], read_only: bool, profile: RunProfile | None) -> None:
         self.bridge = bridge
         self.caller = caller
         self.fn = fn
         self.keys = keys
         self.args = args
-        self.as_function = as_function
         self.read_only = read_only
-        self.funcname = funcname
         self.profile = profile
-        self.finished = False
-        self.detached = False  # past the threshold: the server is BUSY
-        self.done: Any = None
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.worker_ident = 0
-        self.after_script: list[tuple[Callable[..., Any], tuple]] = []
-        self.reset()
 
     def reset(self) -> None:
-        """The state of a run that has not started (again)."""
-        self.dirty = False  # it ran a write command: SCRIPT KILL can no longer stop it
-        self.side_effects = False  # it wrote or published: it cannot be run again
-        self.killed = False
-        self.aborted = False
-        self.inline_deadline = 0.0  # running inline on the loop thread: when to hand over
-        self.restart = False  # stopped at that deadline, to run again on the script thread
-        self.result: Converted | None = None
+        """Forget an attempt that was stopped at the inline deadline."""
+        for name in ("dirty", "side_effects", "killed", "aborted", "inline_deadline", "restart",
+                     "reply", "counted_errors"):
+            self.__dict__.pop(name, None)
 
     def perform(self) -> None:
         """Run the script (on whichever thread calls this) and convert its outcome."""
@@ -636,16 +638,30 @@ class ScriptRun:
         state = bridge.state
         blocking_before = state.deny_blocking
         state.deny_blocking = True
-        bridge.begin(self)
+        bridge.run = self
+        client, caller = bridge.client, self.caller  # the engine's client runs as the caller
+        client.db = caller.db
+        client.user = caller.user
+        if client.protocol != 2:
+            client.set_protocol(2)
         try:
-            outcome = bridge.sandbox.run(self.fn, self.keys, self.args, as_function=self.as_function)
-            self.result = outcome_to_reply(outcome, self.caller.protocol, self.funcname)
+            keys, args = self.keys, self.args
+            if len(keys) + len(args) <= MAX_MULTIPLE_VALUES:
+                outcome = bridge.sandbox.run_fn(self.fn, self.as_function, len(keys), *keys, *args)
+            else:
+                outcome = bridge.sandbox.run(self.fn, keys, args, as_function=self.as_function)
+            if outcome[0] == 0:  # a scalar: the commonest result
+                value = outcome[2]
+                kind = type(value)
+                self.reply = value if kind is bytes or kind is int else scalar_to_reply(value, outcome[1])
+            else:
+                self.reply, self.counted_errors = outcome_to_reply(outcome, self.caller.protocol, self.funcname)
         except Exception as err:  # noqa: BLE001 - the caller always gets an answer
             log.exception("script run failed inside fakekey")
             message = ReplyError(f"ERR Error running script: {type(err).__name__}")
-            self.result = Converted(message, [message])
+            self.reply, self.counted_errors = message, [message]
         finally:
-            bridge.end()
+            bridge.run = None
             state.deny_blocking = blocking_before
 
     def stop_reason(self) -> bytes | None:
@@ -671,7 +687,7 @@ class ScriptRun:
 
     def after(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run `fn` when the script has ended (it touches data the script owns)."""
-        self.after_script.append((fn, args))
+        self.after_script += ((fn, args),)
 
     def refuse(self, client: Client, cmd: Command, argv: list[bytes]) -> ReplyError | None:
         """What a command sent while this script keeps the server BUSY gets: None for the
@@ -720,30 +736,27 @@ class ScriptRunner:
         """Run a script for its caller: its reply, or NO_REPLY when it went past the
         busy threshold (the reply comes when it ends)."""
         state = self.state
-        threshold = state.config["busy-reply-threshold"] / 1000
-        loop = _running_loop()
-        if threshold <= 0 or state.deny_blocking or loop is None:
-            run.perform()  # no BUSY mode: no threshold, inside EXEC, or no event loop
+        threshold = state.config.values["busy-reply-threshold"] / 1000
+        if threshold <= 0 or state.deny_blocking:
+            run.perform()  # no BUSY mode: no threshold, or inside EXEC or a script
             return self.deliver(run)
-        started = time.monotonic()
         profile = run.profile
-        if profile is not None and profile.quick:
-            if self._run_inline(run, started + threshold):
+        started = time.monotonic()
+        if profile is not None and profile.quick:  # the common case: no thread, no loop
+            run.inline_deadline = started + threshold
+            rand_before = self.rand.state
+            run.perform()
+            if not run.restart:
                 self._learn(profile, started, threshold)
-                return self.deliver(run)
+                return run.reply if not run.counted_errors else self.deliver(run)
+            self.rand.state = rand_before  # the run again draws the same random numbers
+            run.reset()
             profile.quick = False
+        loop = _running_loop()
+        if loop is None:  # no event loop to be BUSY on: run here, to the end
+            run.perform()
+            return self.deliver(run)
         return self._hand_over(run, loop, started + threshold, profile)
-
-    def _run_inline(self, run: ScriptRun, deadline: float) -> bool:
-        """Run on this thread; False when stopped at the deadline, to run again."""
-        rand_before = self.rand.state
-        run.inline_deadline = deadline
-        run.perform()
-        if not run.restart:
-            return True
-        self.rand.state = rand_before  # the run again draws the same random numbers
-        run.reset()
-        return False
 
     def _hand_over(self, run: ScriptRun, loop: asyncio.AbstractEventLoop, deadline: float,
                    profile: RunProfile | None) -> Any:
@@ -772,14 +785,13 @@ class ScriptRunner:
 
     def deliver(self, run: ScriptRun) -> Any:
         """The reply, once its error replies are counted as Valkey counts them."""
-        result = run.result
-        assert result is not None
-        for err in result.counted_errors:
-            self.state._count_error(err)
-        reply = result.reply
-        if isinstance(reply, ReplyError) and result.counted_errors and run.caller.cmd is not None:
-            run.caller.cmd.failed_calls += 1
-        return reply
+        errors = run.counted_errors
+        if errors:
+            for err in errors:
+                self.state._count_error(err)
+            if isinstance(run.reply, ReplyError) and run.caller.cmd is not None:
+                run.caller.cmd.failed_calls += 1
+        return run.reply
 
     def server_stopping(self) -> bool:
         future = self.state.shutdown_requested

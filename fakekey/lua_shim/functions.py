@@ -334,11 +334,13 @@ def _registered(entry: Any) -> Registered:
 class FunctionRun(ScriptRun):
     """One FCALL: a ScriptRun that remembers its command and start (FUNCTION STATS)."""
 
+    as_function = True
+
     def __init__(self, engine: Libraries, caller: Client, function: Function, argv: list[bytes],
                  numkeys: int) -> None:
         super().__init__(engine.bridge, caller, function.callback, argv[3:3 + numkeys], argv[3 + numkeys:],
-                         as_function=True, read_only=NO_WRITES in function.flags,
-                         funcname=function.name, profile=function.profile)
+                         NO_WRITES in function.flags, function.profile)
+        self.funcname = function.name
         self.argv = argv
         self.started = time.monotonic()
 

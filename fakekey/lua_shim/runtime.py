@@ -744,24 +744,33 @@ local function error_info(e)
   return 2, script_resp, msg, source, line, rawget(r, 'ignore_error_stats_update') == true
 end
 
+-- FCALL's function, called through xpcall without a closure per call (no run nests
+-- in another: FCALL is not allowed from scripts)
+local f_fn, f_keys, f_args
+local function call_function() return f_fn(f_keys, f_args) end
+
 -- run(fn, as_function, nkeys, keys..., args...): the script's outcome for Python:
 --   0, resp, value        a scalar result
 --   1, resp, tokens...    a table result (or 4, resp, token table when very long)
 --   2, resp, msg, source, line, ignore_stats   an error
 --   3, resp, text         an error that is not a table (error in error handling)
-local NO_VALUES = {}
-local function execute(fn, as_function, nkeys, all, n)
+-- `values` holds the keys and then the args (n in all); it becomes the keys table.
+local function execute(fn, as_function, nkeys, values, n)
   script_resp = 2
   if killed_mode then
     killed_mode = false
     sethook(count_hook, '', hook_count)
   end
-  local keys, args = {}, {}
-  for i = 1, nkeys do keys[i] = all[i] end
-  for i = nkeys + 1, n do args[i - nkeys] = all[i] end
+  local keys, args = values, {}
+  for i = nkeys + 1, n do
+    args[i - nkeys] = keys[i]
+    keys[i] = nil
+  end
   local ok, res
   if as_function then
-    ok, res = xpcall(function() return fn(keys, args) end, error_handler)
+    f_fn, f_keys, f_args = fn, keys, args
+    ok, res = xpcall(call_function, error_handler)
+    f_fn, f_keys, f_args = nil, nil, nil
   else
     rawset(G, 'KEYS', keys)
     rawset(G, 'ARGV', args)
@@ -780,12 +789,13 @@ local function execute(fn, as_function, nkeys, all, n)
 end
 
 local function run(fn, as_function, nkeys, ...)
-  local n = select('#', ...)
-  return execute(fn, as_function, nkeys, n > 0 and {...} or NO_VALUES, n)
+  return execute(fn, as_function, nkeys, {...}, select('#', ...))
 end
 
 local function run_packed(fn, as_function, nkeys, all)
-  return execute(fn, as_function, nkeys, all, #all)
+  local values = {}  -- the script's own tables, not the one Python made
+  for i = 1, #all do values[i] = all[i] end
+  return execute(fn, as_function, nkeys, values, #all)
 end
 
 local function compile(code, chunkname)
@@ -1003,6 +1013,9 @@ class LuaSandbox:
         self.globals = api[b"G"]  # the real globals table, writable until the lock
         self.redis = api[b"R"]  # the real server/redis table
         self._run = api[b"run"]
+        # run_fn(fn, as_function, nkeys, keys..., args...): `run` for at most
+        # MAX_MULTIPLE_VALUES keys and args, called directly on the hot path
+        self.run_fn = self._run
         self._run_packed = api[b"run_packed"]
         self._compile = api[b"compile"]
         self._wrap = api[b"wrap"]
