@@ -71,7 +71,8 @@ class Connection(asyncio.Protocol):
         client.net_in += len(data)
         parser = client.parser
         parser.feed(data)
-        if parser.buffered() + self._queued_bytes(client) > self.state.config["client-query-buffer-limit"]:
+        buffered = parser.buffered() + (self._queued_bytes(client) if client.multi_queue else 0)
+        if buffered > self.state.config.values["client-query-buffer-limit"]:
             # Valkey frees the client at once, without a reply (even while it is blocked)
             self.state.stats["client_query_buffer_limit_disconnections"] += 1
             self.close()
@@ -144,8 +145,9 @@ class Connection(asyncio.Protocol):
             state.error_stats["ERR"] += 1
             client.close_after_reply = True
         if out:
-            self.send_now(b"".join(out))
+            self.write(out[0] if len(out) == 1 else b"".join(out))
         if client.close_after_reply or client.killed:
+            self.uncork()  # its replies go out before the connection closes
             self.close()
 
     def resume(self) -> None:
@@ -166,29 +168,29 @@ class Connection(asyncio.Protocol):
         return self.transport.get_write_buffer_size() + self.corked_bytes
 
     def write(self, data: bytes) -> None:
-        """Send bytes to the client. Inside run() they join the batch's replies, in order;
-        outside (messages to subscribers, woken clients) they are gathered and sent once
-        per loop iteration, so a burst of messages costs one send, not one each."""
+        """Send bytes to the client. Inside run() they join the batch's replies, in order.
+        Otherwise (a batch's replies, messages to subscribers, woken clients) they are
+        gathered and sent at the end of this loop iteration, with every other
+        connection's, as Valkey writes its replies before it sleeps: a burst of messages
+        costs one send, and the clients are woken once per burst, not once per reply."""
         if self.out is not None:
             self.out.append(data)
         elif self.transport is not None and not self.closing:
             if not self.corked:
-                try:
-                    asyncio.get_running_loop().call_soon(self.uncork)
-                except RuntimeError:  # the script thread, while the loop thread waits on it
-                    self.loop.call_soon_threadsafe(self.uncork)
+                self._schedule_uncork()
             self.corked.append(data)
             self.corked_bytes += len(data)
 
-    def send_now(self, data: bytes) -> None:
-        """The replies of a batch: sent at once, after anything gathered before them."""
-        if self.corked:
-            self.corked.append(data)
-            self.uncork()
-        elif self.transport is not None and not self.closing:
-            if self.client is not None:
-                self.client.net_out += len(data)
-            self.transport.write(data)
+    def _schedule_uncork(self) -> None:
+        queue = self.state.uncork_queue
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # the script thread, while the loop thread waits on it
+            self.loop.call_soon_threadsafe(self.uncork)
+            return
+        if not queue:
+            loop.call_soon(_uncork_all, queue)
+        queue.append(self)
 
     def uncork(self) -> None:
         data, self.corked, self.corked_bytes = b"".join(self.corked), [], 0
@@ -203,6 +205,12 @@ class Connection(asyncio.Protocol):
             self.transport.close()
             if self.client is not None:
                 self.state.remove_client(self.client)
+
+
+def _uncork_all(queue: list[Connection]) -> None:
+    for connection in queue:
+        connection.uncork()
+    queue.clear()
 
 
 def _addr(info: Any) -> str:

@@ -66,6 +66,8 @@ class ServerState:
         self.functions: Any = None  # the FUNCTION engine's libraries (lua_shim/functions.py), made on first use
         # a script past busy-reply-threshold: the server is BUSY until it ends (lua_shim/bridge.py)
         self.busy_script: Any = None
+        # connections with output to send at the end of this loop iteration (server.py)
+        self.uncork_queue: list[Any] = []
         self.current_client: Client | None = None  # whose command is running now
         self.run_id = os.urandom(20).hex()
         self.replid = os.urandom(20).hex()  # INFO replication's master_replid
