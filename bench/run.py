@@ -486,6 +486,21 @@ class LoadScript:
             raise WorkloadFailed(f"SCRIPT LOAD answered {sha!r}, expected {script_sha(self.script)}")
 
 
+@dataclass(frozen=True)
+class LoadLibrary:
+    """FUNCTION LOAD REPLACE the library (FCALL then finds its functions) and delete the
+    keys they touch."""
+
+    code: str = field(repr=False)
+    keys: tuple[str, ...] = ()
+
+    def __call__(self, endpoint: Endpoint, settings: RunSettings) -> None:
+        prefill(endpoint, [("DEL", *self.keys)])
+        name = call(endpoint, "FUNCTION", "LOAD", "REPLACE", self.code)
+        if not isinstance(name, bytes):
+            raise WorkloadFailed(f"FUNCTION LOAD answered {name!r}")
+
+
 # --- Python measurements ---------------------------------------------------------------------
 
 WAKE_KEY = "bench:wake"
@@ -747,6 +762,9 @@ SCRIPT_TEN_CALLS = "\n".join([
     "return redis.call('HGET', KEYS[2], 'a')",
 ])
 SCRIPT_TEN_COMMANDS = ("incr", "incrby", "hincrby", "zincrby", "zadd", "lpush", "ltrim", "get", "hget")
+# The function counterpart of SCRIPT_ONE_CALL, for FCALL.
+LIBRARY_ONE_CALL = """#!lua name=benchlib
+redis.register_function('bench_incr', function(keys, args) return redis.call('INCR', keys[1]) end)"""
 
 
 def size_label(size: int) -> str:
@@ -831,6 +849,9 @@ WORKLOADS: list[Workload] = [
     # scripts
     evalsha_workload("EVALSHA_1CALL", SCRIPT_ONE_CALL, 1, ("incr",)),
     evalsha_workload("EVALSHA_10CALLS", SCRIPT_TEN_CALLS, 4, SCRIPT_TEN_COMMANDS),
+    BenchmarkWorkload("FCALL_1CALL", ("del", "function", "fcall", "incr"), group="script",
+                      command=("FCALL", "bench_incr", "1", SCRIPT_KEYS[0]), keyspace=None,
+                      setup=LoadLibrary(LIBRARY_ONE_CALL, SCRIPT_KEYS[:1])),
 ]
 
 
