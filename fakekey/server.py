@@ -64,6 +64,12 @@ class Connection(asyncio.Protocol):
         if self.client is not None:
             self.state.remove_client(self.client)
 
+    def eof_received(self) -> bool:
+        """The client has sent its last bytes: answer what it sent (the replies wait for
+        the end of the loop iteration), then close."""
+        self.uncork()
+        return False
+
     def data_received(self, data: bytes) -> None:
         client = self.client
         if self.closing or client is None:

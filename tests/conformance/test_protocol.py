@@ -130,6 +130,22 @@ def test_pipelined_requests_are_answered_in_order(target):
         assert c.read() == ("$", b"500")
 
 
+@pytest.mark.parametrize("requests", [
+    b"PING\r\n",
+    encode_command("PING"),
+    encode_command("SET", "k", "v") + encode_command("GET", "k") + b"INCR n\r\n",
+])
+def test_a_client_that_stops_sending_gets_every_reply(target, requests):
+    """The client shuts its sending side right after its requests (`nc`, `printf | ...`):
+    the replies still come, then the server closes."""
+    with connect(target) as sock:
+        sock.sendall(requests)
+        sock.shutdown(socket.SHUT_WR)
+        replies = read_until_closed(sock)
+    expected = {b"PING\r\n": b"+PONG\r\n", encode_command("PING"): b"+PONG\r\n"}
+    assert replies == expected.get(requests, b"+OK\r\n$1\r\nv\r\n:1\r\n")
+
+
 def test_a_bulk_need_not_end_the_read(target):
     with target.raw() as c:
         c.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nab")
