@@ -26,7 +26,8 @@ MAX_CLIENTS_ERROR = b"-ERR max number of clients reached\r\n"
 
 
 class Connection(asyncio.Protocol):
-    """One client connection. All requests of one read are answered in one write."""
+    """One client connection. All requests of one read are answered in one write, at
+    the end of the loop iteration (see `write`)."""
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
@@ -108,7 +109,7 @@ class Connection(asyncio.Protocol):
         request can change how the next is parsed (AUTH, CONFIG SET). Stops when the
         client blocks (the rest stays unparsed until `resume`) or must close. Replies,
         and anything sent to this client meanwhile (its own pub/sub messages), go out in
-        order in one write."""
+        order in one write at the end of the loop iteration."""
         client = self.client
         assert client is not None
         state = self.state
