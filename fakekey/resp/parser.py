@@ -38,7 +38,15 @@ _CR, _LF, _STAR, _DOLLAR = 13, 10, 42, 36
 # An aggregate header of 100,000 or more elements anywhere ahead: the C reader allocates
 # a list of that size at once (and frees it slot by slot), so such input (or binary data
 # that looks like it) never goes to the C reader.
-_BIG_AGGREGATE = re.compile(rb"[*%~>|][0-9]{6}").search
+# The search runs with every aggregate type byte turned into `*`: a literal first byte is
+# found by a fast scan, where a character class is tried at every position.
+_AS_STAR = bytes.maketrans(b"%~>|", b"****")
+_BIG_STAR = re.compile(rb"\*[0-9]{6}").search
+
+
+def _big_aggregate(buf: bytes, pos: int = 0) -> bool:
+    return _BIG_STAR((buf[pos:] if pos else buf).translate(_AS_STAR)) is not None
+
 _COUNT_LINE = re.compile(rb"\*([1-9][0-9]{0,9})\r\n").match
 _BULK_LINE = re.compile(rb"\$(0|[1-9][0-9]{0,18})\r\n").match
 
@@ -172,7 +180,7 @@ class RequestParser:
             or not self.authenticated
             or data[:1] != b"*"
             or len(data) > self.max_bulk  # no argument can be longer than the chunk
-            or _BIG_AGGREGATE(data)
+            or _big_aggregate(data)
         ):
             return None
         reader = self.reader
@@ -198,7 +206,7 @@ class RequestParser:
         that is incomplete, or not plainly well-formed, is left to the exact incremental
         path, which answers Valkey's errors. True when at least one request was taken."""
         buf, pos, max_bulk = self.buf, self.pos, self.max_bulk
-        if _BIG_AGGREGATE(buf, pos):
+        if _big_aggregate(buf, pos):
             return False  # the C reader would size a list from it: leave it to Python
         reader = Reader()
         reader.feed(buf, pos)

@@ -311,10 +311,15 @@ def test_huge_length_fields_are_refused_not_converted():
     assert parse(b"*" + b"9" * 5000 + b"\r\n") == ([], b"invalid multibulk length")
 
 
-@pytest.mark.parametrize("bad", [b"*2147483647\r\n", b"*1\r\n*999999\r\n", b"*2\r\n$1\r\na\r\n%123456\r\n"])
-def test_huge_aggregate_headers_never_reach_the_c_reader(monkeypatch, bad):
+@pytest.mark.parametrize("alone", [False, True], ids=["after-a-request", "alone"])
+@pytest.mark.parametrize("bad", [
+    b"*2147483647\r\n", b"*1\r\n*999999\r\n", b"*2\r\n$1\r\na\r\n%123456\r\n",
+    b"*1\r\n~100000\r\n", b"*1\r\n>100000\r\n", b"*1\r\n|100000\r\n",
+])
+def test_huge_aggregate_headers_never_reach_the_c_reader(monkeypatch, bad, alone):
     """The C reader sizes a list from an aggregate header at once and frees it slot by
-    slot (seconds for 2**31): such input stays on the Python path."""
+    slot (seconds for 2**31): such input stays on the Python path, whether it comes
+    after a request or alone in its read (the lone-request path)."""
     import fakekey.resp.parser as parser_module
 
     made = []
@@ -325,6 +330,6 @@ def test_huge_aggregate_headers_never_reach_the_c_reader(monkeypatch, bad):
 
     real_reader = parser_module.Reader
     monkeypatch.setattr(parser_module, "Reader", spy_reader)
-    requests, _ = parse(encode_command("PING") + bad)
-    assert requests[0] == [b"PING"]
+    requests, _ = parse(bad if alone else encode_command("PING") + bad)
+    assert requests[:1] == ([] if alone else [[b"PING"]])
     assert not made
