@@ -43,10 +43,6 @@ _CR, _LF, _STAR, _DOLLAR = 13, 10, 42, 36
 _AS_STAR = bytes.maketrans(b"%~>|", b"****")
 _BIG_STAR = re.compile(rb"\*[0-9]{6}").search
 
-
-def _big_aggregate(buf: bytes, pos: int = 0) -> bool:
-    return _BIG_STAR((buf[pos:] if pos else buf).translate(_AS_STAR)) is not None
-
 _COUNT_LINE = re.compile(rb"\*([1-9][0-9]{0,9})\r\n").match
 _BULK_LINE = re.compile(rb"\$(0|[1-9][0-9]{0,18})\r\n").match
 
@@ -128,13 +124,16 @@ class RequestParser:
             argv, size = ready.popleft()
             self.ready_bytes -= size
             return argv
-        if not self.tail and self.pos >= len(self.buf) and not self.remaining:
+        idle = self.pos >= len(self.buf) and not self.remaining
+        tail = self.tail
+        if idle and not tail:
             return None  # nothing buffered: the common end of a batch
-        if self.tail:
-            if len(self.tail) == 1 and self.pos >= len(self.buf) and not self.remaining:
-                argv = self._lone_request()
-                if argv is not None:
-                    return argv
+        if idle and len(tail) == 1:  # a fresh read and nothing pending: nothing to join
+            self.buf = tail[0]
+            self.pos = 0
+            tail.clear()
+            self.tail_len = 0
+        elif tail:
             if not self._worth_parsing():
                 return None
             self._join()
@@ -144,11 +143,10 @@ class RequestParser:
             and self.authenticated
             and self.pos < len(self.buf)
             and self.buf[self.pos] == _STAR
-            and self._read_ahead()
         ):
-            argv, size = ready.popleft()
-            self.ready_bytes -= size
-            return argv
+            argv = self._read_ahead()
+            if argv is not None:
+                return argv
         while True:
             if self.remaining:
                 argv = self._multibulk_args()
@@ -169,49 +167,24 @@ class RequestParser:
                 self.pos = 0
             return argv
 
-    def _lone_request(self) -> list[bytes] | None:
-        """The commonest read of an unpipelined client: one chunk holding exactly one
-        request, laid out exactly as Valkey requires (its canonical bytes). Parsed by the
-        C reader, which is kept for the next one; None (the chunk left as it was) for
-        anything else."""
-        data = self.tail[0]
-        if (
-            Reader is None
-            or not self.authenticated
-            or data[:1] != b"*"
-            or len(data) > self.max_bulk  # no argument can be longer than the chunk
-            or _big_aggregate(data)
-        ):
-            return None
-        reader = self.reader
-        if reader is None:
-            reader = Reader()
-        self.reader = None  # kept below only once known to be empty again
-        reader.feed(data)
-        try:
-            argv = reader.gets()
-        except ReaderError:
-            return None
-        if type(argv) is not list or not argv or canonical(argv) != data:
-            return None  # not bulk strings alone, in exactly Valkey's layout
-        self.reader = reader  # it consumed the chunk, all of it
-        self.tail.clear()
-        self.tail_len = 0
-        return argv
-
-    def _read_ahead(self) -> bool:
+    def _read_ahead(self) -> list[bytes] | None:
         """hiredis's C reader parses the complete requests at the buffer's head; each is
         checked to be laid out exactly as Valkey requires (canonical headers, `$` bulks,
         CRLFs, sizes within proto-max-bulk-len) before it is taken. The first request
         that is incomplete, or not plainly well-formed, is left to the exact incremental
-        path, which answers Valkey's errors. True when at least one request was taken."""
+        path, which answers Valkey's errors. Returns the first request taken (the others
+        wait in `ready`), or None. A reader left empty is kept for the next read: an
+        unpipelined client's read is one request, parsed without making one."""
         buf, pos, max_bulk = self.buf, self.pos, self.max_bulk
-        if _big_aggregate(buf, pos):
-            return False  # the C reader would size a list from it: leave it to Python
-        reader = Reader()
+        if _BIG_STAR((buf[pos:] if pos else buf).translate(_AS_STAR)) is not None:
+            return None  # the C reader would size a list from it: leave it to Python
+        reader = self.reader or Reader()
+        self.reader = None
         reader.feed(buf, pos)
+        end = len(buf)
+        bulks_fit = end - pos <= max_bulk  # then no argument can be too long
         ready = self.ready
-        taken = 0
+        first = None
         while True:
             try:
                 argv = reader.gets()
@@ -220,18 +193,23 @@ class RequestParser:
             if type(argv) is not list or not argv:
                 break  # incomplete (False), or an empty or odd request
             wire = canonical(argv)
-            size = len(wire) if wire is not None else 0
-            if not size or buf[pos:pos + size] != wire or max(map(len, argv)) > max_bulk:
+            if wire is None or not buf.startswith(wire, pos) or (
+                    not bulks_fit and max(map(len, argv)) > max_bulk):
                 break
-            ready.append((argv, size))
-            taken += size
-            pos += size
+            pos += len(wire)
+            if first is None:
+                first = argv
+            else:
+                ready.append((argv, len(wire)))
+                self.ready_bytes += len(wire)
+            if pos == end:
+                break
         self.pos = pos
-        self.ready_bytes += taken
-        if pos >= len(buf):
+        if pos == end:  # all taken: the reader has nothing left either
             self.buf = b""
             self.pos = 0
-        return bool(ready)
+            self.reader = reader
+        return first
 
     # --- buffer management ---------------------------------------------------------------
 

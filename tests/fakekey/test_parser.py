@@ -273,8 +273,8 @@ class WithoutReader(RequestParser):
 
     __slots__ = ()
 
-    def _read_ahead(self) -> bool:
-        return False
+    def _read_ahead(self) -> list[bytes] | None:
+        return None
 
 
 class IncrementalOnly(WithoutReader):
