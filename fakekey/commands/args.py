@@ -115,6 +115,9 @@ TIMEOUT_RANGE = ReplyError("ERR timeout is out of range")
 
 def parse_timeout(raw: bytes, now_ms: int) -> int:
     """A blocking command's timeout in seconds -> absolute deadline in ms (0 = forever)."""
+    if raw.isdigit() and len(raw) <= 9:  # whole seconds, the common case: no Decimal
+        ticks = int(raw) * 1000
+        return ticks + now_ms if ticks else 0
     seconds = parse_long_double(raw, TIMEOUT_NOT_FLOAT)
     if seconds.is_infinite():
         if seconds < 0:
