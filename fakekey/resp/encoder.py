@@ -167,25 +167,28 @@ class Encoder:
 
     def _aggregate(self, prefix: bytes, items: Any) -> bytes:
         enc = self.encode
-        return b"".join([prefix, b"%d\r\n" % len(items), *[enc(i) for i in items]])
+        # bulk strings, the commonest items, are framed inline (no dispatch)
+        return b"".join([prefix, b"%d\r\n" % len(items),
+                         *[b"$%d\r\n%s\r\n" % (len(i), i) if type(i) is bytes else enc(i) for i in items]])
 
     def _array(self, items: Any) -> bytes:
         return self._aggregate(b"*", items)
 
     def _map(self, d: dict) -> bytes:
-        enc = self.encode
-        parts = [b"%%%d\r\n" % len(d)]
-        for k, v in d.items():
-            parts.append(enc(k))
-            parts.append(enc(v))
-        return b"".join(parts)
+        return self._pairs(b"%%%d\r\n" % len(d), d)
 
     def _flat_map(self, d: dict) -> bytes:
+        return self._pairs(b"*%d\r\n" % (2 * len(d)), d)
+
+    def _pairs(self, head: bytes, d: dict) -> bytes:
         enc = self.encode
-        parts = [b"*%d\r\n" % (2 * len(d))]
+        parts = [head]
         for k, v in d.items():
-            parts.append(enc(k))
-            parts.append(enc(v))
+            if type(k) is bytes and type(v) is bytes:  # a field and its value: inline
+                parts.append(b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v))
+            else:
+                parts.append(enc(k))
+                parts.append(enc(v))
         return b"".join(parts)
 
 
