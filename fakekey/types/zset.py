@@ -300,12 +300,29 @@ class SortedKeys:
                 yield from lists[i]
 
     def slice(self, start: int, stop: int, reverse: bool = False) -> list[Key]:
-        """Keys at positions [start, stop), in order, or from stop-1 down to start."""
-        count = stop - start
-        if count <= 0:
+        """Keys at positions [start, stop), in order, or from stop-1 down to start: as
+        many as `iter_from` would give from the first of them (none when it is out of
+        range). Cut from the sublists, not iterated."""
+        if stop <= start:
             return []
-        it = self.iter_from(stop - 1, True) if reverse else self.iter_from(start)
-        return [key for key, _ in zip(it, range(count), strict=False)]
+        if reverse:
+            if not 0 <= stop - 1 < self._len:
+                return []
+            start = max(start, 0)
+        else:
+            if not 0 <= start < self._len:
+                return []
+            stop = min(stop, self._len)
+        index, offset = self._locate(start)
+        lists = self._lists
+        want = stop - start
+        out = lists[index][offset:offset + want]
+        while len(out) < want:
+            index += 1
+            out += lists[index][:want - len(out)]
+        if reverse:
+            out.reverse()
+        return out
 
     def check(self) -> None:
         """Assert the internal invariants (for tests)."""

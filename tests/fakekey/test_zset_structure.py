@@ -73,6 +73,7 @@ def test_sorted_keys_matches_a_sorted_list(small_load: None, seed: int) -> None:
             stop = min(len(model), pos + rng.randint(0, 9))
             assert keys.slice(pos, stop) == model[pos:stop]
             assert keys.slice(pos, stop, reverse=True) == model[pos:stop][::-1]
+            assert keys.slice(pos, pos + 40) == model[pos:pos + 40]  # across sublists, past the end
         keys.check()
     assert list(keys) == model and len(keys) == len(model)
 
