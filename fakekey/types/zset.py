@@ -661,6 +661,19 @@ class ZSet:
                     start = None
         if start is None or limit == 0:
             return []
+        if isinstance(rng, ScoreRange):  # monotone: where the range ends is one search
+            keys = self.keys
+            if reverse:
+                lo = self._count_below(rng)
+                if limit > 0:
+                    lo = max(lo, start - limit + 1)
+                chosen = keys.slice(lo, start + 1, reverse=True)
+            else:
+                hi = self._count_through(rng)
+                if limit > 0:
+                    hi = min(hi, start + limit)
+                chosen = keys.slice(start, hi)
+            return [(key[1], key[0]) for key in chosen]
         inside = rng.gte_min if reverse else rng.lte_max
         out: list[Pair] = []
         for key in self.keys.iter_from(start, reverse):
