@@ -33,7 +33,8 @@ class Database:
     """One numbered database."""
 
     __slots__ = (
-        "state", "index", "data", "expires", "access", "watched", "waiting", "scan_order"
+        "state", "index", "data", "expires", "access", "watched", "waiting", "scan_order",
+        "numbers_as_text",
     )
 
     def __init__(self, state: ServerState, index: int) -> None:
@@ -45,6 +46,9 @@ class Database:
         self.watched: dict[bytes, set[Client]] = {}  # WATCH
         self.waiting: dict[bytes, Any] = {}  # key -> FIFO of blocked clients
         self.scan_order: Any = None  # SCAN's cached key order (commands/keys.py)
+        # strings that read as integers but are not stored as one (INCRBYFLOAT's result:
+        # Valkey keeps it embstr): OBJECT ENCODING asks; any new value or removal forgets
+        self.numbers_as_text: set[bytes] = set()
 
     # --- reads -------------------------------------------------------------------------
 
@@ -103,6 +107,8 @@ class Database:
         if self.state.notify_flags and key not in self.data:
             self.state.notify(self, "n", "new", key)
         self.data[key] = value
+        if self.numbers_as_text:
+            self.numbers_as_text.discard(key)
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         self.access[key] = self.state.now
@@ -149,6 +155,8 @@ class Database:
 
     def _remove(self, key: bytes) -> None:
         del self.data[key]
+        if self.numbers_as_text:
+            self.numbers_as_text.discard(key)
         self.access.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
@@ -223,6 +231,7 @@ class Database:
         self.data.clear()
         self.expires.clear()
         self.access.clear()
+        self.numbers_as_text.clear()
         for key in gone:
             self.state.blocking.signal_deleted(self, key)
 

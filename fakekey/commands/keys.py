@@ -396,6 +396,7 @@ def rename_generic(c: Client, argv: list[bytes], nx: bool) -> bool:
         db.delete(dst, event=None)  # a replaced destination gets no event of its own
     when = db.expires.get(src)
     db.set_value(dst, value, event=None)
+    carry_string_form(db, src, db, dst)
     if when is not None:
         db.set_expire(dst, when)
     db.delete(src, event="rename_from")
@@ -418,6 +419,13 @@ def rename(c: Client, argv: list[bytes]) -> Any:
          summary="Renames a key only when the new name is free; answers 1 if it did.")
 def renamenx(c: Client, argv: list[bytes]) -> Any:
     return int(rename_generic(c, argv, nx=True))
+
+
+def carry_string_form(source: Database, src: bytes, target: Database, dst: bytes) -> None:
+    """RENAME, MOVE and COPY keep a string's stored form (a number stored as text stays
+    text), as Valkey moves or duplicates the object itself."""
+    if src in source.numbers_as_text:
+        target.numbers_as_text.add(dst)
 
 
 def copy_value(value: Any) -> Any:
@@ -467,6 +475,7 @@ def copy(c: Client, argv: list[bytes]) -> Any:
         target.delete(dst, event=None)
     when = c.db.expires.get(src)
     target.set_value(dst, copy_value(value), event=None)
+    carry_string_form(c.db, src, target, dst)
     if when is not None:
         target.set_expire(dst, when)
     notify(target, "copy_to", dst)
@@ -487,6 +496,7 @@ def move(c: Client, argv: list[bytes]) -> Any:
         return 0
     when = source.expires.get(key)
     target.set_value(key, value, event=None)
+    carry_string_form(source, key, target, key)
     if when is not None:
         target.set_expire(key, when)
     source.delete(key, event="move_from")
@@ -540,12 +550,13 @@ EMBSTR_BUDGET = 113
 LONG_KEY = 32
 
 
-def string_encoding(key: bytes, value: bytes | bytearray, volatile: bool) -> bytes:
+def string_encoding(key: bytes, value: bytes | bytearray, volatile: bool, as_text: bool = False) -> bytes:
     """int, embstr or raw, as Valkey decides for a string stored whole at `key`; a
-    bytearray was modified in place (APPEND, SETRANGE, ...), which Valkey keeps raw."""
+    bytearray was modified in place (APPEND, SETRANGE, ...), which Valkey keeps raw;
+    `as_text`: a number stored as text (Database.numbers_as_text)."""
     if type(value) is bytearray:
         return b"raw"
-    if try_int(value) is not None:
+    if not as_text and try_int(value) is not None:
         return b"int"
     budget = EMBSTR_BUDGET - (2 if len(key) >= LONG_KEY else 0) - (8 if volatile else 0)
     return b"embstr" if len(key) + len(value) <= budget else b"raw"
@@ -560,7 +571,7 @@ def object_encoding(c: Client, argv: list[bytes]) -> Any:
     if value is None:
         return None
     if isinstance(value, STRING_TYPES):
-        return string_encoding(key, value, key in db.expires)
+        return string_encoding(key, value, key in db.expires, key in db.numbers_as_text)
     return value.encoding(c.state)
 
 

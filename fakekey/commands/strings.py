@@ -20,6 +20,7 @@ from fakekey.commands.args import (
     SYNTAX,
     WRONGTYPE,
     parse_int,
+    try_int,
     wrong_args,
 )
 from fakekey.commands.registry import KeySpec, command, keys_range
@@ -575,6 +576,8 @@ def incrbyfloat(c: Client, argv: list[bytes]) -> Any:
         raise NAN_OR_INF
     text = ld_format(total)
     c.db.set_value(key, text, keep_ttl=True, event="incrbyfloat", klass="$")
+    if try_int(text) is not None:
+        c.db.numbers_as_text.add(key)  # Valkey stores the result as text, never as int
     return text
 
 

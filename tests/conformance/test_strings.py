@@ -607,6 +607,31 @@ def test_encodings_after_in_place_changes(r):
     assert r.call("OBJECT", "ENCODING", "f") == ("$", b"embstr")
 
 
+def test_incrbyfloat_stores_a_whole_result_as_text(r):
+    """INCRBYFLOAT's result is a string object, never int-encoded, even when it reads as
+    an integer; RENAME, COPY and MOVE keep that form; the next INCR or SET does not."""
+    assert r.call("INCRBYFLOAT", "f", "3") == ("$", b"3")
+    assert r.call("OBJECT", "ENCODING", "f") == ("$", b"embstr")
+    r.call("RENAME", "f", "g")
+    r.call("COPY", "g", "h")
+    assert r.call("OBJECT", "ENCODING", "g") == ("$", b"embstr")
+    assert r.call("OBJECT", "ENCODING", "h") == ("$", b"embstr")
+    assert r.call("MOVE", "h", "1") == (":", 1)
+    r.call("SELECT", "1")
+    assert r.call("OBJECT", "ENCODING", "h") == ("$", b"embstr")
+    r.call("DEL", "h")
+    r.call("SELECT", "0")
+    r.call("INCR", "g")
+    assert r.call("OBJECT", "ENCODING", "g") == ("$", b"int")
+    r.call("INCRBYFLOAT", "g", "1")
+    r.call("SET", "g", "5")
+    assert r.call("OBJECT", "ENCODING", "g") == ("$", b"int")
+    r.call("INCRBYFLOAT", "g", "1")
+    r.call("DEL", "g")
+    r.call("SET", "g", "7")
+    assert r.call("OBJECT", "ENCODING", "g") == ("$", b"int")
+
+
 # --- LCS ---------------------------------------------------------------------------------------
 
 
