@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 import threading
 from typing import Any
@@ -23,6 +24,7 @@ except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
     new_event_loop = asyncio.new_event_loop
 
 MAX_CLIENTS_ERROR = b"-ERR max number of clients reached\r\n"
+log = logging.getLogger("fakekey.server")
 
 
 class Connection(asyncio.Protocol):
@@ -201,7 +203,10 @@ class Connection(asyncio.Protocol):
 
     def uncork(self) -> None:
         data, self.corked, self.corked_bytes = b"".join(self.corked), [], 0
-        if data and self.transport is not None and not self.closing:
+        transport = self.transport
+        # the event loop may have closed the transport itself (a reset connection) before
+        # connection_lost reaches us: what the client can no longer read is dropped
+        if data and transport is not None and not self.closing and not transport.is_closing():
             if self.client is not None:
                 self.client.net_out += len(data)
             self.transport.write(data)
@@ -215,9 +220,16 @@ class Connection(asyncio.Protocol):
 
 
 def _uncork_all(queue: list[Connection]) -> None:
-    for connection in queue:
-        connection.uncork()
+    """Send what every queued connection gathered; one that fails does not hold back
+    the others' replies, nor the flushes of later loop iterations."""
+    pending = queue[:]
     queue.clear()
+    for connection in pending:
+        try:
+            connection.uncork()
+        except Exception:  # noqa: BLE001 - reported, and that connection is closed
+            log.exception("sending to a client failed")
+            connection.close()
 
 
 def _addr(info: Any) -> str:
