@@ -262,7 +262,7 @@ def run_eval(c: Client, argv: list[bytes], *, by_sha: bool, read_only: bool) -> 
         raise TOO_MANY_KEYS
     if numkeys < 0:
         raise NEGATIVE_KEYS
-    scripts = c.state.scripts or scripts_of(c.state)
+    scripts = scripts_of(c.state)
     if by_sha:
         sha = argv[1].lower()
         script = scripts.cache.get(sha)

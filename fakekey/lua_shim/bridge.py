@@ -748,7 +748,7 @@ class ScriptRunner:
             run.perform()
             if not run.restart:
                 self._learn(profile, started, threshold)
-                return run.reply if not run.counted_errors else self.deliver(run)
+                return self.deliver(run)
             self.rand.state = rand_before  # the run again draws the same random numbers
             run.reset()
             profile.quick = False

@@ -1012,10 +1012,9 @@ class LuaSandbox:
         )
         self.globals = api[b"G"]  # the real globals table, writable until the lock
         self.redis = api[b"R"]  # the real server/redis table
-        self._run = api[b"run"]
-        # run_fn(fn, as_function, nkeys, keys..., args...): `run` for at most
-        # MAX_MULTIPLE_VALUES keys and args, called directly on the hot path
-        self.run_fn = self._run
+        # run_fn(fn, as_function, nkeys, keys..., args...): the bootstrap's `run`, for at
+        # most MAX_MULTIPLE_VALUES keys and args; called directly on the hot path
+        self.run_fn = api[b"run"]
         self._run_packed = api[b"run_packed"]
         self._compile = api[b"compile"]
         self._wrap = api[b"wrap"]
@@ -1040,7 +1039,7 @@ class LuaSandbox:
         """Call a compiled script with its keys and arguments; the raw outcome tuple of
         the bootstrap's `run` (see there): (tag, resp, ...)."""
         if len(keys) + len(args) <= MAX_MULTIPLE_VALUES:
-            return self.lua_call(self._run, fn, as_function, len(keys), *keys, *args)
+            return self.lua_call(self.run_fn, fn, as_function, len(keys), *keys, *args)
         # too many to pass as separate values: pass them in one table
         return self.lua_call(self._run_packed, fn, as_function, len(keys), self.lua.table_from(keys + args))
 
