@@ -9,6 +9,9 @@
 - Serving one waiter can make another key ready (BLMOVE pushes); the same pass serves it.
 - Deadlines follow the server clock: a real-clock deadline has a timer; a frozen clock
   times waiters out when it is advanced past them (`expire_timeouts`).
+- A blocking command counts as one call when it completes (served, timed out or
+  unblocked), in INFO commandstats, total_commands_processed and the client's tot-cmds,
+  as Valkey counts it; a run that only blocks (or blocks again) counts nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import contextlib
 import heapq
 import itertools
 from collections import deque
+from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
 from fakekey.resp.replies import NO_REPLY, NULL_ARRAY, ReplyError
@@ -35,7 +39,7 @@ class Waiter:
     """One blocked client: what it waits on, until when, and how to answer a timeout."""
 
     __slots__ = ("client", "db", "keys", "deadline", "cmd", "argv", "timeout_reply", "seq",
-                 "kinds", "wake_on_delete", "active")
+                 "kinds", "wake_on_delete", "active", "busy_ns")
 
     def __init__(self, client: Client, db: Database, keys: list[bytes], deadline: int,
                  cmd: Command, argv: list[bytes], timeout_reply: Any, kinds: tuple[str, ...],
@@ -51,6 +55,7 @@ class Waiter:
         self.wake_on_delete = wake_on_delete
         self.seq = 0
         self.active = True
+        self.busy_ns = 0  # time spent running the command on wake-ups that blocked again
 
 
 class Blocking:
@@ -93,10 +98,29 @@ class Blocking:
                 queue.append(waiter)
         client.blocked = waiter
         self._count += 1
+        self._uncount_run(client, cmd, first=again is None or again.client is not client)
         if deadline:
             heapq.heappush(self._deadlines, (deadline, waiter.seq, waiter))
             self._arm_timer()
         return NO_REPLY
+
+    def _uncount_run(self, client: Client, cmd: Command, first: bool) -> None:
+        """The run that just blocked is not a call yet: take back what run_command
+        counted, and (on the first run) the tot-cmds the connection adds after it."""
+        cmd.calls -= 1
+        self.state.commands_processed -= 1
+        if first:
+            client.total_commands -= 1
+
+    def _count_completion(self, waiter: Waiter, elapsed_ns: int, ran: bool) -> None:
+        """The blocking command completed: one call, with the time its runs took (`ran`:
+        the last run already counted its call in run_command)."""
+        cmd = waiter.cmd
+        if not ran:
+            cmd.calls += 1
+            self.state.commands_processed += 1
+        cmd.usec += -(-(waiter.busy_ns + elapsed_ns) // 1000)  # whole microseconds, up
+        waiter.client.total_commands += 1
 
     def wait_or_deny(self, client: Client, keys: list[bytes], deadline: int, argv: list[bytes],
                      denied_reply: Any, kinds: tuple[str, ...]) -> Any:
@@ -177,14 +201,19 @@ class Blocking:
         self.reprocessing = waiter
         prev_db = client.db
         client.db = waiter.db
+        started = perf_counter_ns()
         try:
             reply = self.state.run_command(client, waiter.cmd, waiter.argv)
         finally:
             self.reprocessing = None
             if client.db is waiter.db:
                 client.db = prev_db
+        elapsed = perf_counter_ns() - started
         if client.blocked is None:
+            self._count_completion(waiter, elapsed, ran=True)
             self._answer(client, reply)
+        else:  # blocked again: the new wait carries the time spent so far
+            client.blocked.busy_ns += waiter.busy_ns + elapsed
 
     def _answer(self, client: Client, reply: Any) -> None:
         """Send a woken client its reply, then run what it pipelined meanwhile."""
@@ -201,8 +230,21 @@ class Blocking:
         if waiter is None:
             return False
         self._detach(waiter)
-        self._answer(client, waiter.timeout_reply if reply is None else reply)
+        if reply is None:
+            self._time_out(waiter)
+            return True
+        started = perf_counter_ns()
+        waiter.cmd.rejected_calls += 1
+        self.state._count_error(reply)
+        self._answer(client, reply)
+        self._count_completion(waiter, perf_counter_ns() - started, ran=False)
         return True
+
+    def _time_out(self, waiter: Waiter) -> None:
+        """Answer a detached waiter its timeout reply; the command completes."""
+        started = perf_counter_ns()
+        self._answer(waiter.client, waiter.timeout_reply)
+        self._count_completion(waiter, perf_counter_ns() - started, ran=False)
 
     def forget(self, client: Client) -> None:
         """A client went away: it no longer waits on anything."""
@@ -219,7 +261,7 @@ class Blocking:
             _, _, waiter = heapq.heappop(heap)
             if waiter.active:
                 self._detach(waiter)
-                self._answer(waiter.client, waiter.timeout_reply)
+                self._time_out(waiter)
         self._arm_timer()
 
     def _arm_timer(self) -> None:
@@ -249,6 +291,14 @@ class Blocking:
 
     def blocked_count(self) -> int:
         return self._count
+
+    def keys_on_nokey(self) -> int:
+        """Keys with a waiter that a deletion wakes (XREADGROUP): Valkey's
+        total_blocking_keys_on_nokey."""
+        return sum(
+            any(w.wake_on_delete for w in queue)
+            for db in self.state.dbs for queue in db.waiting.values()
+        )
 
     def clock_changed(self) -> None:
         """The clock was frozen, advanced or released: re-arm timers, time out the due."""

@@ -31,7 +31,9 @@ class Client:
         self.lib_name = b""
         self.lib_ver = b""
         self.user = "default"
-        self.authenticated = not state.config["requirepass"]
+        self.authenticated = not state.users.auth_required()
+        # the user may run everything: ServerState.call skips the ACL checks (fakekey/acl.py)
+        self.acl_unrestricted = state.users.default.unrestricted
         self.parser = RequestParser(state.config["proto-max-bulk-len"])
         self.parser.authenticated = self.authenticated
         self.created_ms = state.clock.now_ms()
@@ -49,6 +51,7 @@ class Client:
         self.in_multi = False
         self.multi_queue: list[tuple[Any, list[bytes]]] = []
         self.multi_error = False
+        self.has_multi_state = False  # MULTI or WATCH ran once (Valkey's mstate exists)
         # (db, key) -> the key was already expired when watched
         self.watching: dict[tuple[Database, bytes], bool] = {}
         self.watch_dirty = False
@@ -68,6 +71,24 @@ class Client:
     @property
     def subscriptions(self) -> int:
         return len(self.channels) + len(self.patterns)
+
+    # --- the MULTI queue, as Valkey's multiState --------------------------------------------
+
+    def doom_transaction(self) -> None:
+        """A queueing error: EXEC will abort, and the queue is freed at once
+        (Valkey's flagTransaction)."""
+        self.multi_error = True
+        self.multi_queue = []
+
+    def queued_commands(self) -> list[tuple[Any, list[bytes]]]:
+        """The commands EXEC would run: none once a watched key changed (Valkey frees
+        the queue of a transaction that can only fail)."""
+        return [] if self.watch_dirty else self.multi_queue
+
+    def multi_memory(self) -> int:
+        """CLIENT LIST multi-mem: each queued command's argument bytes plus a pointer per
+        argument (Valkey's argv_len_sums)."""
+        return sum(sum(map(len, argv)) + 8 * len(argv) for _, argv in self.queued_commands())
 
     def set_protocol(self, protocol: int) -> None:
         self.protocol = protocol
@@ -107,7 +128,7 @@ class Client:
             self.deferred_pushes.append(items)  # after the reply of the running command
             return
         connection = self.connection
-        if connection is None or self.reply_mode != "on":
+        if connection is None:  # pushes go whatever CLIENT REPLY says, as in Valkey
             return
         if encoded is None:
             frame = self.encoder.encode(Push(items))

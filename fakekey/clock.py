@@ -8,9 +8,19 @@ from __future__ import annotations
 
 import time
 
+# The latest time the clock may show, in ms: the largest absolute time PEXPIREAT accepts
+# (LLONG_MAX). Everything Valkey derives from the clock (deadlines, stream ids, TTLs,
+# TIME) stays within what it can hold.
+MAX_MS = 2**63 - 1
+
+
+class ClockRangeError(ValueError):
+    """A time the clock cannot show: before the epoch or past MAX_MS."""
+
 
 class Clock:
-    """Milliseconds since the epoch. Frozen when `frozen_ms` is set."""
+    """Milliseconds since the epoch. Frozen when `frozen_us` is set; between 0 and
+    MAX_MS."""
 
     __slots__ = ("frozen_us",)
 
@@ -32,11 +42,18 @@ class Clock:
         return self.frozen_us // 1000
 
     def freeze(self, ms: int) -> None:
+        if not 0 <= ms <= MAX_MS:
+            raise ClockRangeError(f"clock time {ms} is outside 0..{MAX_MS} ms")
         self.frozen_us = ms * 1000
 
     def advance(self, ms: int) -> None:
         """Move the clock forward; a running clock is frozen at now + ms."""
-        self.frozen_us = self.now_us() + ms * 1000
+        if ms < 0:
+            raise ClockRangeError("the clock only moves forward")
+        target_us = self.now_us() + ms * 1000
+        if target_us // 1000 > MAX_MS:
+            raise ClockRangeError(f"the clock cannot move past {MAX_MS} ms")
+        self.frozen_us = target_us
 
     def real(self) -> None:
         self.frozen_us = None

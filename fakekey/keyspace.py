@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
-from fakekey.commands.args import WRONGTYPE
+from fakekey.errors import WRONGTYPE
+from fakekey.lazyfree import lazy_setting, release
 
 if TYPE_CHECKING:
     from fakekey.client import Client
@@ -104,8 +105,12 @@ class Database:
         klass: str = "g",
     ) -> None:
         """Store `value` at `key` (new or replacing), clearing its TTL unless kept."""
-        if self.state.notify_flags and key not in self.data:
-            self.state.notify(self, "n", "new", key)
+        old = self.data.get(key)
+        if old is None:
+            if self.state.notify_flags:
+                self.state.notify(self, "n", "new", key)
+        elif old is not value and type(old) is not bytes:  # a replaced value is freed
+            release(self.state, old, lazy_setting(self.state, "server-del"))
         self.data[key] = value
         if self.numbers_as_text:
             self.numbers_as_text.discard(key)
@@ -118,7 +123,11 @@ class Database:
         """After any change to `key`'s value: WATCH, readiness, notification, empties.
 
         An emptied container is deleted, and announced as `del` after the command's own
-        event, as Valkey does."""
+        event, as Valkey does. Each change counts one in the dirty counter (INFO
+        rdb_changes_since_last_save) except a new deadline: it belongs to the value
+        written with it (SET EX), or its command counts it (EXPIRE: fakekey/dirty.py)."""
+        if event != "expire":
+            self.state.dirty += 1
         value = self.data.get(key)
         emptied = value is not None and not isinstance(value, STRING_TYPES) and not value
         if emptied:
@@ -133,12 +142,18 @@ class Database:
             if emptied:
                 self.state.notify(self, "g", "del", key)
 
-    def delete(self, key: bytes, event: str | None = "del") -> bool:
-        if key not in self.data:
+    def delete(self, key: bytes, event: str | None = "del", lazy: bool | None = None) -> bool:
+        """Remove a key. Its value is freed (lazily per `lazy`, by default per
+        lazyfree-lazy-server-del) unless it lives on under another name (RENAME, MOVE)."""
+        value = self.data.get(key)
+        if value is None:
             return False
         if self.expires and key in self.expires and self._expire_if_due(key):
             return False
         self._remove(key)
+        if type(value) is not bytes and event not in ("rename_from", "move_from"):
+            release(self.state, value, lazy_setting(self.state, "server-del") if lazy is None else lazy)
+        self.state.dirty += 1
         if self.watched:
             self._touch_watchers(key)
         if self.waiting and key in self.waiting:
@@ -148,7 +163,7 @@ class Database:
         return True
 
     def set_expire(self, key: bytes, when_ms: int) -> None:
-        self.expires[key] = when_ms
+        self.expires[key] = when_ms  # a dirty change counted by its command (fakekey/dirty.py)
 
     def persist(self, key: bytes) -> bool:
         return self.expires.pop(key, None) is not None
@@ -199,7 +214,10 @@ class Database:
 
     def expire_now(self, key: bytes) -> None:
         """Delete a key whose time has passed, as an expiry (not a DEL)."""
+        value = self.data[key]
         self._remove(key)
+        if type(value) is not bytes:
+            release(self.state, value, lazy_setting(self.state, "expire"))
         self.state.stats["expired_keys"] += 1
         if self.watched:
             self._touch_watchers(key)

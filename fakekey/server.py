@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
+import errno
 import logging
 import socket
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 from fakekey.client import Client
 from fakekey.config import Config
+from fakekey.limits import adjust_open_files_limit
 from fakekey.resp.parser import ProtocolError
 from fakekey.resp.replies import NO_REPLY, ReplyError
 from fakekey.state import ServerState
@@ -24,6 +28,19 @@ except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
     new_event_loop = asyncio.new_event_loop
 
 MAX_CLIENTS_ERROR = b"-ERR max number of clients reached\r\n"
+PROTECTED_MODE_DENIED = (
+    b"-DENIED Running in protected mode because protected mode is enabled and no password is set "
+    b"for the default user. In this mode connections are only accepted from the loopback interface. "
+    b"If you want to connect from external computers, you may adopt one of the following solutions: "
+    b"1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the "
+    b"loopback interface by connecting from the same host the server is running, however MAKE SURE "
+    b"it's not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change "
+    b"permanent. 2) Alternatively you can just disable the protected mode by editing the configuration "
+    b"file, and setting the protected mode option to 'no', and then restarting the server. 3) If you "
+    b"started the server manually just for testing, restart it with the '--protected-mode no' option. "
+    b"4) Set up an authentication password for the default user. NOTE: You only need to do one of the "
+    b"above things in order for the server to start accepting connections from the outside.\r\n"
+)
 log = logging.getLogger("fakekey.server")
 
 
@@ -54,6 +71,10 @@ class Connection(asyncio.Protocol):
         if len(state.clients) >= state.config["maxclients"]:
             state.stats["rejected_connections"] += 1
             transport.write(MAX_CLIENTS_ERROR)
+            self.close()
+            return
+        if protected_mode_refuses(state, peer):
+            transport.write(PROTECTED_MODE_DENIED)
             self.close()
             return
         sockobj = transport.get_extra_info("socket")
@@ -94,7 +115,7 @@ class Connection(asyncio.Protocol):
         as in Valkey (argument bytes plus a pointer per argument). Summed incrementally:
         `_queued` remembers (entries counted, their bytes, the last entry counted)."""
         queue = client.multi_queue
-        if not queue:
+        if not queue or client.watch_dirty:  # a dirty transaction's queue is freed
             return 0
         counted, total, last = self._queued
         if counted > len(queue) or (counted and queue[counted - 1] is not last):
@@ -232,11 +253,118 @@ def _uncork_all(queue: list[Connection]) -> None:
             connection.close()
 
 
+def protected_mode_refuses(state: ServerState, peer: Any) -> bool:
+    """protected-mode with no password: only loopback (and unix socket) clients are taken."""
+    config = state.config
+    if not config["protected-mode"] or config["requirepass"]:
+        return False
+    if not isinstance(peer, tuple):  # a unix socket
+        return False
+    host = peer[0].removeprefix("::ffff:")
+    return not (host.startswith("127.") or host == "::1")
+
+
 def _addr(info: Any) -> str:
     if isinstance(info, tuple) and len(info) >= 2:
         host = info[0]
         return f"[{host}]:{info[1]}" if ":" in host else f"{host}:{info[1]}"
     return str(info or "")
+
+
+class Listeners:
+    """The listening sockets, one per bind address, as Valkey's listener: started
+    once, and re-bound when CONFIG SET changes port or bind. A socket already bound to
+    an address and port that stays wanted is kept as it is."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.open: dict[tuple[str, int], tuple[socket.socket, Any]] = {}  # -> (socket, server)
+
+    def bind(self, bind: str, port: int) -> list[socket.socket]:
+        """Bind every address of `bind` (a leading "-" marks an optional one) on `port`
+        (0: a free port, then the same one for each address). Raises OSError; nothing
+        changes then. Returns the new sockets, for `serve` to start."""
+        new: dict[tuple[str, int], socket.socket] = {}
+        try:
+            for address in bind.split():
+                host = _WILDCARDS.get(address.lstrip("-"), address.lstrip("-"))
+                if (host, port) in self.open:
+                    continue
+                try:
+                    sock = _listen_on(host, port)
+                except OSError as err:
+                    if address.startswith("-") and err.errno in _UNAVAILABLE:
+                        continue  # an optional address the machine lacks: skipped, as Valkey
+                    log.warning("Warning: Could not create server TCP listening socket %s:%d: bind: %s",
+                                address.lstrip("-"), port, err.strerror)
+                    raise
+                port = port or sock.getsockname()[1]
+                new[(host, port)] = sock
+        except OSError:
+            for sock in new.values():
+                sock.close()
+            raise
+        wanted = {(_WILDCARDS.get(a.lstrip("-"), a.lstrip("-")), port) for a in bind.split()}
+        for key in [key for key in self.open if key not in wanted]:
+            self._close(key)
+        for key, sock in new.items():
+            self.open[key] = (sock, None)
+        return list(new.values())
+
+    def serve(self, loop: asyncio.AbstractEventLoop, sockets: list[socket.socket]) -> list[Any]:
+        """Accept connections on these (already listening) sockets: the coroutines that
+        start serving (awaited at start-up; run as tasks after a CONFIG SET)."""
+        state = self.state
+        starts = []
+        for key, (sock, _) in self.open.items():
+            if sock in sockets:
+                start = loop.create_server(lambda: Connection(state), sock=sock, backlog=511)
+                starts.append(self._remember(key, start))
+        return starts
+
+    async def _remember(self, key: tuple[str, int], start: Any) -> None:
+        server = await start
+        if key in self.open:
+            self.open[key] = (self.open[key][0], server)
+        else:  # closed while starting
+            server.close()
+
+    def port(self) -> int:
+        return next(iter(self.open))[1] if self.open else 0
+
+    def _close(self, key: tuple[str, int]) -> None:
+        sock, server = self.open.pop(key)
+        if server is not None:
+            server.close()
+        else:
+            sock.close()
+
+    def close_all(self) -> list[Any]:
+        servers = [server for _, server in self.open.values() if server is not None]
+        for key in list(self.open):
+            self._close(key)
+        return servers
+
+
+_WILDCARDS = {"*": "0.0.0.0", "::*": "::"}
+_UNAVAILABLE = {errno.ENOPROTOOPT, errno.EPROTONOSUPPORT, errno.ESOCKTNOSUPPORT, errno.EPFNOSUPPORT,
+                errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL}
+
+
+def _listen_on(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((host, port))
+        sock.listen(511)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class Server:
@@ -251,21 +379,24 @@ class Server:
         self,
         host: str = "127.0.0.1",
         port: int = 0,
-        config: dict[str, str] | None = None,
+        config: dict[str, str] | list[tuple[str, Any]] | None = None,
         **settings: Any,
     ) -> None:
-        overrides = dict(config or {})
-        for name, value in settings.items():
-            overrides[name.replace("_", "-")] = _config_text(value)
-        overrides.setdefault("bind", host)
-        overrides["port"] = str(port)
+        directives = list(config.items() if isinstance(config, dict) else config or [])
+        directives += [(name.replace("_", "-"), _config_text(value)) for name, value in settings.items()]
+        if not any(name.lower() == "bind" for name, _ in directives):
+            directives.insert(0, ("bind", host))
+        else:  # the bind directive names the addresses; the URL uses the first
+            bind = dict(directives)["bind"]
+            host = _url_host(bind if isinstance(bind, str) else " ".join(bind))
+        directives.append(("port", str(port)))
         self.host = host
-        self.state = ServerState(Config(overrides))
+        self.state = ServerState(Config(directives))
         self._requested_port = port
         self.port = port
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._server: asyncio.base_events.Server | None = None
+        self.listeners = Listeners(self.state)
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopped = threading.Event()
 
@@ -273,7 +404,8 @@ class Server:
 
     @property
     def url(self) -> str:
-        return f"redis://{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address, bracketed
+        return f"redis://{host}:{self.port}"
 
     # --- the clock, from Python -------------------------------------------------------
 
@@ -294,22 +426,33 @@ class Server:
     def time_ms(self) -> int:
         return self.state.clock.now_ms()
 
-    def freeze(self, ms: int | None = None) -> None:
-        """Freeze the clock at `ms` (default: now)."""
+    def freeze(self, ms: int | None = None, *, at: datetime.datetime | int | None = None) -> None:
+        """Freeze the clock at `ms` or `at` (a datetime, or unix ms; default: now)."""
         from fakekey.commands.fakekey_cmds import clock_set
 
-        self._on_loop(clock_set, self.state, self.time_ms() if ms is None else ms)
+        when = ms if at is None else _unix_ms(at)
+        self._on_loop(clock_set, self.state, self.time_ms() if when is None else when)
 
-    def advance(self, ms: int) -> None:
-        """Move the clock forward: keys expire and blocked clients time out at once."""
+    def advance(self, ms: int = 0, *, seconds: float = 0) -> None:
+        """Move the clock forward by `ms` plus `seconds`: keys expire and blocked clients
+        time out at once. A running clock is frozen at the new time."""
         from fakekey.commands.fakekey_cmds import clock_advance
 
-        self._on_loop(clock_advance, self.state, ms)
+        self._on_loop(clock_advance, self.state, ms + round(seconds * 1000))
 
     def real_time(self) -> None:
         from fakekey.commands.fakekey_cmds import clock_real
 
         self._on_loop(clock_real, self.state)
+
+    @contextlib.contextmanager
+    def frozen(self, at: datetime.datetime | int | None = None) -> Iterator[Server]:
+        """`with srv.frozen(at=...):` the clock stands still inside, then runs on the wall clock."""
+        self.freeze(at=at)
+        try:
+            yield self
+        finally:
+            self.real_time()
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -317,13 +460,48 @@ class Server:
         """Start serving in the running event loop."""
         self._loop = asyncio.get_running_loop()
         state = self.state
-        self._server = await self._loop.create_server(
-            lambda: Connection(state), self.host, self._requested_port, reuse_address=True, backlog=511
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        state.tcp_port = self.port
+        config = state.config
+        # as Valkey at start-up: maxclients fits the descriptor limit (may log, lower it)
+        config.values["maxclients"] = adjust_open_files_limit(config["maxclients"])
+        sockets = self.listeners.bind(config["bind"], self._requested_port)
+        for start in self.listeners.serve(self._loop, sockets):
+            await start
+        self._listening_on(self.listeners.port() or self._requested_port)
+        config.appliers["port"] = self._apply_port
+        config.appliers["bind"] = self._apply_bind
         self._tasks.append(self._loop.create_task(self._cron()))
         return self
+
+    # --- CONFIG SET port / bind ---------------------------------------------------------
+
+    def _listening_on(self, port: int) -> None:
+        self.port = port
+        self.state.tcp_port = port
+        self.state.config.values["port"] = port  # CONFIG GET port: the port in use
+
+    def _apply_port(self, new: int, old: int) -> str | None:
+        """Listen on the new port (0: stop listening on TCP, as Valkey does)."""
+        if not self._rebind(self.state.config["bind"] if new else "", new):
+            return "Unable to listen on this port. Check server logs."
+        self._listening_on(new)
+        return None
+
+    def _apply_bind(self, new: str, old: str) -> str | None:
+        if not self._rebind(new, self.state.config["port"]):
+            return "Failed to bind to specified addresses."
+        return None
+
+    def _rebind(self, bind: str, port: int) -> bool:
+        """Re-bind the listeners; the old ones stay when the new ones cannot be bound."""
+        try:
+            sockets = self.listeners.bind(bind, port)
+        except OSError:
+            return False
+        loop = self._loop
+        assert loop is not None
+        for start in self.listeners.serve(loop, sockets):
+            self._tasks.append(loop.create_task(start))
+        return True
 
     async def _cron(self) -> None:
         """Active expiry and blocking timeouts, `hz` times a second."""
@@ -342,14 +520,13 @@ class Server:
         for task in self._tasks:
             task.cancel()
         self._tasks.clear()
-        if self._server is not None:
-            self._server.close()
-            for client in list(self.state.clients.values()):
-                if client.connection is not None:
-                    client.connection.close()
+        servers = self.listeners.close_all()
+        for client in list(self.state.clients.values()):
+            if client.connection is not None:
+                client.connection.close()
+        for server in servers:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
-            self._server = None
+                await asyncio.wait_for(server.wait_closed(), 2)
 
     async def serve_forever(self) -> None:
         await self.start_async()
@@ -412,8 +589,22 @@ class Server:
         await self.stop_async()
 
 
+def _url_host(bind: str) -> str:
+    """The address clients reach the first bind address on (loopback for a wildcard)."""
+    first = (bind.split() or ["127.0.0.1"])[0].lstrip("-")
+    return {"*": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::*": "::1", "::": "::1"}.get(first, first)
+
+
 async def _as_coro(fn: Any, *args: Any) -> Any:
     return fn(*args)
+
+
+def _unix_ms(at: datetime.datetime | int) -> int:
+    """A clock time in unix ms: a datetime (naive ones are local time, as `.timestamp()`)
+    or ms already."""
+    if isinstance(at, datetime.datetime):
+        return round(at.timestamp() * 1000)
+    return int(at)
 
 
 def _config_text(value: Any) -> str:

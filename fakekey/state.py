@@ -10,13 +10,17 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from fakekey import VALKEY_VERSION, __version__
+from fakekey.acl import Users
 from fakekey.blocking import Blocking
 from fakekey.clock import Clock
 from fakekey.commands import load_all
 from fakekey.commands.args import c_text, wrong_args
+from fakekey.commands.emq.layout import EMQ_MODULE, EMQ_MODULE_VERSION
 from fakekey.commands.hashes import expire_hash_fields
 from fakekey.commands.registry import REGISTRY, Command
+from fakekey.commands.transactions import abort_exec
 from fakekey.config import Config, parse_obuf_limits
+from fakekey.dirty import install as install_dirty_rules
 from fakekey.keyspace import Database
 from fakekey.pubsub import PubSub, parse_notify_flags
 from fakekey.resp.replies import QUEUED, ReplyError
@@ -39,14 +43,20 @@ class ServerState:
 
     def __init__(self, config: Config | None = None) -> None:
         load_all()
+        install_dirty_rules(REGISTRY)  # Valkey's dirty counts per command (fakekey/dirty.py)
         self.config = config or Config()
         self.clock = Clock()
         self.now = self.clock.now_ms()  # the current command's time snapshot (ms)
-        self.registry = REGISTRY
-        self._by_exact_name = REGISTRY.by_exact_name  # shared lookup cache (any case)
+        # enable-emq-module no: the EMQ.* verbs are unknown and no module is listed
+        self.emq_enabled = self.config["enable-emq-module"]
+        self.registry = REGISTRY if self.emq_enabled else REGISTRY.without_module(EMQ_MODULE)
+        self._by_exact_name = self.registry.by_exact_name  # shared lookup cache (any case)
         self.commands_processed = 0
         self.dbs = [Database(self, i) for i in range(self.config["databases"])]
         self.clients: dict[int, Client] = {}
+        self.users = Users()  # users, their rules and the ACL log (fakekey/acl.py)
+        self.acl = self.users  # AUTH and CLIENT KILL USER ask it
+        self.users.attach(self)
         self._next_client_id = 2  # ids 1 and 2 are the EVAL and FUNCTION engines' clients
         self.stats: Counter[str] = Counter()
         self.error_stats: Counter[str] = Counter()
@@ -120,14 +130,20 @@ class ServerState:
         return hard or 1 << 62
 
     def _config_changed(self, name: str, value: Any) -> None:
-        if name == "notify-keyspace-events":
+        if name == "requirepass":  # the default user's password, as in Valkey
+            self.users.set_default_password(value)
+        elif name == "notify-keyspace-events":
             self.notify_flags = parse_notify_flags(value)
         elif name == "client-output-buffer-limit":
             self.pubsub_hard_limit = self._pubsub_hard_limit()
 
     def module_list(self) -> list[dict[bytes, object]]:
         """Modules as HELLO and MODULE LIST describe them."""
-        return [{b"name": b"lua", b"ver": 1, b"path": b"lua", b"args": []}]
+        modules: list[dict[bytes, object]] = [{b"name": b"lua", b"ver": 1, b"path": b"lua", b"args": []}]
+        if self.emq_enabled:
+            name = EMQ_MODULE.encode()
+            modules.append({b"name": name, b"ver": EMQ_MODULE_VERSION, b"path": name, b"args": []})
+        return modules
 
     # --- time ---------------------------------------------------------------------------
 
@@ -189,17 +205,22 @@ class ServerState:
                 cmd.arity > 0 or len(argv) < -cmd.arity)):
             cmd = self.lookup_command(argv)
             if type(cmd) is ReplyError:
-                if client.in_multi:
-                    client.multi_error = True
-                return self._count_error(cmd)
-        if not client.authenticated and "no_auth" not in cmd.flags and self.config["requirepass"]:
-            return self._count_error(NOAUTH)
+                if not client.authenticated and self._needs_auth(argv[0]):
+                    cmd = NOAUTH  # an unauthenticated client learns nothing from the error
+                return self._reject(client, cmd, argv[0].lower() == b"exec")
+        if not client.authenticated and "no_auth" not in cmd.flags and self.users.auth_required():
+            return self._reject(client, NOAUTH, cmd.name == "exec")
+        if not client.acl_unrestricted:  # the one ACL test an unrestricted client pays
+            refusal = self.users.check_call(client, cmd, argv)
+            if refusal is not None:
+                cmd.rejected_calls += 1
+                return self._reject(client, refusal, cmd.name == "exec")
         if client.protocol == 2 and (client.channels or client.patterns or client.shard_channels):
             if cmd.name not in SUBSCRIBED_RESP2:
-                return self._count_error(ReplyError(
+                return self._reject(client, ReplyError(
                     f"ERR Can't execute '{cmd.name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE"
                     " / PING / QUIT / RESET are allowed in this context"
-                ))
+                ), cmd.name == "exec")
         if self.busy_script is not None:
             return self._call_while_busy(client, cmd, argv)
         if client.in_multi and cmd.name not in NOT_QUEUED:
@@ -212,6 +233,12 @@ class ServerState:
         if self.blocking.ready:
             self.blocking.serve()
         return reply
+
+    def _needs_auth(self, name: bytes) -> bool:
+        """An unknown or malformed request from an unauthenticated client: NOAUTH unless
+        the command is one allowed before AUTH."""
+        cmd = self.registry.lookup(name)
+        return self.users.auth_required() and (cmd is None or "no_auth" not in cmd.flags)
 
     def _call_while_busy(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
         """A script past busy-reply-threshold owns the data and the clock: only commands
@@ -226,6 +253,10 @@ class ServerState:
     def run_command(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
         """The handler call alone: inside EXEC and scripts, commands share the clock
         snapshot of the outer command and wake nobody until it ends."""
+        if not client.acl_unrestricted:  # EXEC and woken clients: the rules may have changed
+            refusal = self._acl_recheck(client, cmd, argv)
+            if refusal is not None:
+                return self._count_error(refusal)
         client.cmd = cmd
         # CLIENT NO-TOUCH: this client's reads leave access times alone, except TOUCH
         self.touch_keys = not client.no_touch or cmd.name == "touch"
@@ -237,15 +268,35 @@ class ServerState:
             cmd.failed_calls += 1
             return self._count_error(err)
 
+    def _acl_recheck(self, client: Client, cmd: Command, argv: list[bytes]) -> ReplyError | None:
+        """A restricted client's command run again after its first check: a queued one at
+        EXEC, a blocked one when woken (Valkey checks both again)."""
+        waking = self.blocking.reprocessing
+        if waking is not None and waking.client is client:
+            return self.users.check_call(client, cmd, argv)
+        if self.deny_blocking and client is self.current_client:
+            return self.users.check_queued(client, cmd, argv)
+        return None
+
     def _queue(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
         """Inside MULTI: queue the command, or refuse it and doom the transaction."""
         if "no_multi" in cmd.flags:
-            client.multi_error = True
+            client.doom_transaction()
             return self._count_error(
                 ReplyError(f"ERR Command '{cmd.name}' not allowed inside a transaction")
             )
-        client.multi_queue.append((cmd, argv))
+        if not (client.multi_error or client.watch_dirty):  # a doomed one keeps nothing, as Valkey
+            client.multi_queue.append((cmd, argv))
         return QUEUED
+
+    def _reject(self, client: Client, refusal: ReplyError, is_exec: bool) -> ReplyError:
+        """A request refused before it runs dooms the transaction; refusing EXEC itself
+        ends it (Valkey's rejectCommand)."""
+        if is_exec:
+            refusal = abort_exec(client, refusal)
+        elif client.in_multi:
+            client.doom_transaction()
+        return self._count_error(refusal)
 
     def _count_error(self, err: ReplyError) -> ReplyError:
         self.stats["total_error_replies"] += 1

@@ -5,7 +5,9 @@ import importlib
 FAMILIES = (
     "connection",
     "client_cmds",
+    "acl",
     "server_cmds",
+    "memory_latency",
     "introspection",
     "keys",
     "strings",
@@ -20,6 +22,12 @@ FAMILIES = (
     "scripting",
     "functions",
     "fakekey_cmds",
+    "modules",
+    "emq.controls",
+    "emq.jobs",
+    "emq.scheduling",
+    "emq.recovery",
+    "emq.bus",
 )
 
 _loaded = False

@@ -3,61 +3,29 @@
 from __future__ import annotations
 
 import math
-import re
-from decimal import ROUND_CEILING, Decimal
+from fractions import Fraction
 
-from fakekey.resp.replies import ReplyError
-
-WRONGTYPE = ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value")
-SYNTAX = ReplyError("ERR syntax error")
-NOT_INTEGER = ReplyError("ERR value is not an integer or out of range")
-NOT_FLOAT = ReplyError("ERR value is not a valid float")
-NO_SUCH_KEY = ReplyError("ERR no such key")
-OVERFLOW = ReplyError("ERR increment or decrement would overflow")
-DB_RANGE = ReplyError("ERR DB index is out of range")
-
-LLONG_MIN = -(2**63)
-LLONG_MAX = 2**63 - 1
-
-_INT_RE = re.compile(rb"(?:0|-?[1-9][0-9]{0,18})\Z")
-# strtod's decimal forms and inf/infinity; no spaces, no nan, no hex.
-_FLOAT_RE = re.compile(
-    rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?)\Z", re.I
+# The shared errors and number parsers live below the commands; every name stays importable
+# from here.
+from fakekey.errors import (  # noqa: F401 - re-exported
+    DB_RANGE,
+    NO_SUCH_KEY,
+    NOT_FLOAT,
+    NOT_INTEGER,
+    OVERFLOW,
+    SYNTAX,
+    WRONGTYPE,
 )
-
-
-def parse_int(raw: bytes, error: ReplyError = NOT_INTEGER) -> int:
-    """string2ll: canonical decimal, signed 64-bit."""
-    if _INT_RE.match(raw):
-        value = int(raw)
-        if LLONG_MIN <= value <= LLONG_MAX:
-            return value
-    raise error
-
-
-def try_int(raw: bytes) -> int | None:
-    if _INT_RE.match(raw):
-        value = int(raw)
-        if LLONG_MIN <= value <= LLONG_MAX:
-            return value
-    return None
-
-
-def parse_float(raw: bytes, error: ReplyError = NOT_FLOAT) -> float:
-    """getDoubleFromObject: strtod forms, no spaces, no nan, out of range is an error."""
-    if not _FLOAT_RE.match(raw):
-        raise error
-    value = float(raw)
-    if math.isinf(value) and b"inf" not in raw.lower():
-        raise error  # ERANGE overflow
-    if value == 0.0 and _has_nonzero_digit(raw):
-        raise error  # ERANGE underflow
-    return value
-
-
-def _has_nonzero_digit(raw: bytes) -> bool:
-    mantissa = raw.lower().split(b"e", 1)[0]
-    return any(48 < c <= 57 for c in mantissa)
+from fakekey.longdouble import ld_parse, ld_round
+from fakekey.numbers import (  # noqa: F401 - re-exported
+    LLONG_MAX,
+    LLONG_MIN,
+    is_strtod_form,
+    parse_float,
+    parse_int,
+    try_int,
+)
+from fakekey.resp.replies import ReplyError
 
 
 def parse_non_negative(raw: bytes, what: str) -> int:
@@ -87,27 +55,6 @@ def parse_db_index(raw: bytes, count: int) -> int:
     return index
 
 
-_LONG_DOUBLE_RE = re.compile(
-    rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?"
-    rb"|0[xX](?:[0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)(?:[pP][+-]?[0-9]+)?)\Z",
-    re.I,
-)
-
-
-def parse_long_double(raw: bytes, error: ReplyError) -> Decimal:
-    """strtold's forms (decimal, hex, inf), as an exact Decimal; no spaces, no nan."""
-    if not _LONG_DOUBLE_RE.match(raw):
-        raise error
-    text = raw.decode()
-    if "x" in text.lower():
-        sign = -1 if text.startswith("-") else 1
-        body = text.lstrip("+-")
-        if "p" not in body.lower():
-            body += "p0"
-        return Decimal(float.fromhex(body)) * sign
-    return Decimal(text)
-
-
 TIMEOUT_NOT_FLOAT = ReplyError("ERR timeout is not a float or out of range")
 TIMEOUT_NEGATIVE = ReplyError("ERR timeout is negative")
 TIMEOUT_RANGE = ReplyError("ERR timeout is out of range")
@@ -115,18 +62,13 @@ TIMEOUT_RANGE = ReplyError("ERR timeout is out of range")
 
 def parse_timeout(raw: bytes, now_ms: int) -> int:
     """A blocking command's timeout in seconds -> absolute deadline in ms (0 = forever)."""
-    if raw.isdigit() and len(raw) <= 9:  # whole seconds, the common case: no Decimal
-        ticks = int(raw) * 1000
-        return ticks + now_ms if ticks else 0
-    seconds = parse_long_double(raw, TIMEOUT_NOT_FLOAT)
-    if seconds.is_infinite():
-        if seconds < 0:
-            raise TIMEOUT_NEGATIVE
+    if raw.isdigit() and len(raw) <= 9:  # whole seconds, the common case: exact already
+        ms: Fraction | float | int = int(raw) * 1000
+    else:
+        ms = _timeout_ms(raw)
+    if ms > LLONG_MAX:  # +inf included
         raise TIMEOUT_RANGE
-    ms = seconds * 1000
-    if ms > LLONG_MAX:
-        raise TIMEOUT_RANGE
-    ticks = int(ms.to_integral_value(rounding=ROUND_CEILING))
+    ticks = math.ceil(ms) if ms != -math.inf else -1
     if ticks < 0:
         raise TIMEOUT_NEGATIVE
     if ticks == 0:
@@ -134,6 +76,18 @@ def parse_timeout(raw: bytes, now_ms: int) -> int:
     if ticks > LLONG_MAX - now_ms:
         raise TIMEOUT_RANGE
     return ticks + now_ms
+
+
+def _timeout_ms(raw: bytes) -> Fraction | float:
+    """getLongDoubleFromObject (strtold, at most MAX_LONG_DOUBLE_CHARS, no ERANGE), then
+    `* 1000.0` in long double: the value Valkey takes the ceiling of."""
+    try:
+        seconds = ld_parse(raw)
+    except ReplyError:
+        raise TIMEOUT_NOT_FLOAT from None
+    if isinstance(seconds, float):  # +-inf
+        return seconds
+    return ld_round(seconds * 1000)
 
 
 def c_text(raw: bytes) -> bytes:

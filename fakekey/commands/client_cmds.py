@@ -246,10 +246,18 @@ def client_type(client: Client) -> str:
     return "pubsub" if client.subscriptions or client.shard_channels else "normal"
 
 
+def queue_slots_memory(queued: int) -> int:
+    """The MULTI queue's array: 2 slots of 32 bytes for the first command, doubled when
+    full (Valkey's multiCmd array, counted in tot-mem)."""
+    slots = 0 if not queued else max(2, 1 << (queued - 1).bit_length())
+    return 32 * slots
+
+
 def client_line(client: Client, argv_mem: int = 0) -> str:
     """One CLIENT LIST line, with every field Valkey 9.1 prints, in its order."""
     now = client.state.now
-    multi_mem = sum(len(arg) for _cmd, args in client.multi_queue for arg in args)
+    queued = len(client.queued_commands())
+    multi_mem = client.multi_memory()
     qbuf = client.parser.buffered()
     fields = (
         ("id", client.id),
@@ -265,7 +273,7 @@ def client_line(client: Client, argv_mem: int = 0) -> str:
         ("sub", len(client.channels)),
         ("psub", len(client.patterns)),
         ("ssub", len(client.shard_channels)),
-        ("multi", len(client.multi_queue) if client.in_multi else -1),
+        ("multi", queued if client.has_multi_state else -1),
         ("watch", len(client.watching)),
         ("qbuf", qbuf),
         ("qbuf-free", 0),
@@ -276,7 +284,7 @@ def client_line(client: Client, argv_mem: int = 0) -> str:
         ("obl", 0),
         ("oll", 0),
         ("omem", 0),
-        ("tot-mem", BASE_CLIENT_MEMORY + argv_mem + multi_mem + qbuf),
+        ("tot-mem", BASE_CLIENT_MEMORY + argv_mem + multi_mem + queue_slots_memory(queued) + qbuf),
         ("events", "r"),
         ("cmd", client.last_command),
         ("user", client.user),

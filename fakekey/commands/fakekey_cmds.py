@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from fakekey.client import Client
+from fakekey.clock import MAX_MS
 from fakekey.commands.args import parse_int
 from fakekey.commands.registry import command
 from fakekey.resp.replies import OK, ReplyError
@@ -16,6 +17,10 @@ DISABLED = ReplyError(
     "ERR FAKEKEY commands are disabled. Start the server with "
     "'--enable-fakekey-commands yes' to use them."
 )
+CLOCK_NEGATIVE = ReplyError("ERR clock time must be non-negative")
+CLOCK_BACKWARDS = ReplyError("ERR the clock only moves forward")
+# SET past MAX_MS is refused by the integer parser itself; ADVANCE checks the sum.
+CLOCK_PAST_MAX = ReplyError(f"ERR clock time is out of range, it must be at most {MAX_MS} ms")
 
 
 def clock_set(state: ServerState, ms: int) -> None:
@@ -54,13 +59,15 @@ def fakekey_clock(c: Client, argv: list[bytes]) -> Any:
     if sub == b"SET" and len(argv) == 3:
         ms = parse_int(argv[2])
         if ms < 0:
-            raise ReplyError("ERR clock time must be non-negative")
+            raise CLOCK_NEGATIVE
         clock_set(state, ms)
         return OK
     if sub == b"ADVANCE" and len(argv) == 3:
         ms = parse_int(argv[2])
         if ms < 0:
-            raise ReplyError("ERR the clock only moves forward")
+            raise CLOCK_BACKWARDS
+        if state.clock.now_ms() + ms > MAX_MS:
+            raise CLOCK_PAST_MAX
         clock_advance(state, ms)
         return OK
     if sub == b"REAL" and len(argv) == 2:

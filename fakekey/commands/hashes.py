@@ -25,10 +25,11 @@ from fakekey.commands.args import (
     try_int,
     wrong_args,
 )
+from fakekey.commands.picks import check_repeated_picks
 from fakekey.commands.registry import command, keys_range
 from fakekey.commands.scan import parse_cursor, parse_scan_options
-from fakekey.commands.strings import ld_format, ld_parse, ld_round
 from fakekey.keyspace import Database
+from fakekey.longdouble import ld_format, ld_parse, ld_round
 from fakekey.resp.replies import OK, ReplyError
 from fakekey.types.hash import HashValue
 
@@ -356,6 +357,7 @@ def random_fields(h: HashValue, count: int) -> list[bytes]:
     """Negative: |count| picks with repeats. Positive: distinct fields, all of them in
     order when count covers the hash, else a sample in hash order (as a listpack)."""
     if count < 0:
+        check_repeated_picks(count)
         return random.choices(list(h.fields), k=-count)
     if count >= len(h):
         return list(h.fields)

@@ -4,7 +4,6 @@ and OBJECT introspection."""
 from __future__ import annotations
 
 import random
-from bisect import bisect_left
 from typing import Any
 
 from fakekey.client import Client
@@ -19,9 +18,10 @@ from fakekey.commands.args import (
     try_int,
 )
 from fakekey.commands.registry import command, container, keys_range
-from fakekey.commands.scan import parse_cursor, parse_scan_options
+from fakekey.commands.scan import hash_order, hash_order_page, parse_cursor, parse_scan_options
 from fakekey.glob import Matcher, compile_glob
 from fakekey.keyspace import STRING_TYPES, Database, type_name
+from fakekey.lazyfree import lazy_setting
 from fakekey.resp.replies import OK, ReplyError, Simple
 
 G = "generic"
@@ -62,9 +62,10 @@ def other_db(c: Client, raw: bytes) -> Database:
 # --- existence and type -------------------------------------------------------------------
 
 
-def delete_keys(c: Client, keys: list[bytes]) -> int:
+def delete_keys(c: Client, keys: list[bytes], lazy: bool) -> int:
+    """DEL frees per lazyfree-lazy-user-del, UNLINK always in the background."""
     db = c.db
-    return sum(db.delete(key) for key in keys)
+    return sum(db.delete(key, lazy=lazy) for key in keys)
 
 
 @command("del", -2, "write", keys=keys_range(1, -1, flags="RM delete"), acl=KEYSPACE, group=G,
@@ -75,7 +76,7 @@ def delete_keys(c: Client, keys: list[bytes]) -> int:
          "a single key that holds a string value is O(1).",
          summary="Removes one or more keys and answers how many existed.")
 def del_(c: Client, argv: list[bytes]) -> Any:
-    return delete_keys(c, argv[1:])
+    return delete_keys(c, argv[1:], lazy_setting(c.state, "user-del"))
 
 
 @command("unlink", -2, "write fast", keys=keys_range(1, -1, flags="RM delete"), acl=KEYSPACE,
@@ -85,7 +86,7 @@ def del_(c: Client, argv: list[bytes]) -> Any:
          "allocations the deleted objects where composed of.",
          summary="Removes one or more keys (memory reclaimed in the background in Valkey).")
 def unlink(c: Client, argv: list[bytes]) -> Any:
-    return delete_keys(c, argv[1:])
+    return delete_keys(c, argv[1:], lazy=True)
 
 
 @command("exists", -2, "readonly fast", keys=keys_range(1, -1, flags="RO"), acl=KEYSPACE,
@@ -301,23 +302,14 @@ def keys_(c: Client, argv: list[bytes]) -> Any:
     return live_keys(db, list(filter(compile_glob(pattern), db.data)))
 
 
-# SCAN visits keys in the order of their hash (stable for the life of the process); a
-# cursor is a hash shifted into the unsigned range, so cursor order is hash order.
-_HASH_OFFSET = 2**63
-
-
-def cursor_of(key: bytes) -> int:
-    return hash(key) + _HASH_OFFSET
-
-
 def scan_order(db: Database, restart: bool) -> list[bytes]:
-    """The keys in hash order, rebuilt at each new iteration (cursor 0) or when the data
+    """The keys in scan order, rebuilt at each new iteration (cursor 0) or when the data
     changed identity (SWAPDB). A cached order may hold deleted keys (skipped when met)
     and miss keys added since: SCAN may or may not return those; but every key present
     when an iteration began is in every order built since, at a stable position."""
     cached = db.scan_order
     if restart or cached is None or cached[0] is not db.data:
-        cached = (db.data, sorted(db.data, key=hash))
+        cached = (db.data, hash_order(db.data))
         db.scan_order = cached
     return cached[1]
 
@@ -325,27 +317,15 @@ def scan_order(db: Database, restart: bool) -> list[bytes]:
 def scan_page(
     db: Database, cursor: int, count: int, matches: Matcher | None, kind: bytes | None
 ) -> tuple[int, list[bytes]]:
-    """One SCAN call: visit up to `count` live keys from `cursor` on, then filter them.
-    The next cursor is that of the first key not visited, or 0 at the end."""
-    order = scan_order(db, cursor == 0)
-    size = len(order)
-    i = bisect_left(order, cursor - _HASH_OFFSET, key=hash)
-    visited: list[bytes] = []
-    while i < size and len(visited) < count:
-        key = order[i]
-        i += 1
-        if db.exists(key):  # skips keys deleted since, expires due ones on the way
-            visited.append(key)
-    while i < size and hash(order[i]) == hash(order[i - 1]):
-        if db.exists(order[i]):  # a run of equal hashes is never split across calls
-            visited.append(order[i])
-        i += 1
+    """One SCAN call: visit up to `count` live keys from `cursor` on (db.exists skips
+    keys deleted since and expires due ones on the way), then filter them."""
+    next_cursor, visited = hash_order_page(scan_order(db, cursor == 0), cursor, count, db.exists)
     found = [
         key for key in visited
         if (matches is None or matches(key))
         and (kind is None or type_name(db.data[key]).encode() == kind)
     ]
-    return (cursor_of(order[i]) if i < size else 0), found
+    return next_cursor, found
 
 
 @command("scan", -2, "readonly", acl=KEYSPACE, group=G, since="2.8.0",

@@ -20,13 +20,22 @@ def _plain_count(c: Client) -> int:
     return len(c.channels) + len(c.patterns)
 
 
-def _subscribe_each(kind: bytes, names: list[bytes], add: Any, count: Any) -> Any:
+def _confirmed(c: Client, confirmations: Multi) -> Multi:
+    """(Un)subscribe confirmations are pushes, which Valkey sends whatever CLIENT REPLY
+    says: when the reply is dropped (OFF, SKIP), they go out as messages right after."""
+    if c.reply_mode != "on":
+        for push in confirmations:
+            c.push(push)
+    return confirmations
+
+
+def _subscribe_each(c: Client, kind: bytes, names: list[bytes], add: Any, count: Any) -> Any:
     """Subscribe to each name, confirming each with the count that follows it."""
     out = Multi()
     for name in names:
         add(name)
         out.append(Push([kind, name, count()]))
-    return out
+    return _confirmed(c, out)
 
 
 @command("subscribe", -2, SUB, acl="pubsub", group=G, since="2.0.0",
@@ -34,7 +43,7 @@ def _subscribe_each(kind: bytes, names: list[bytes], add: Any, count: Any) -> An
          summary="Listens for messages published to channels.")
 def subscribe(c: Client, argv: list[bytes]) -> Any:
     hub = c.state.pubsub
-    return _subscribe_each(b"subscribe", argv[1:], lambda ch: hub.subscribe(c, ch),
+    return _subscribe_each(c, b"subscribe", argv[1:], lambda ch: hub.subscribe(c, ch),
                            lambda: _plain_count(c))
 
 
@@ -43,7 +52,7 @@ def subscribe(c: Client, argv: list[bytes]) -> Any:
          summary="Listens for messages published to channels matching glob patterns.")
 def psubscribe(c: Client, argv: list[bytes]) -> Any:
     hub = c.state.pubsub
-    return _subscribe_each(b"psubscribe", argv[1:], lambda p: hub.psubscribe(c, p),
+    return _subscribe_each(c, b"psubscribe", argv[1:], lambda p: hub.psubscribe(c, p),
                            lambda: _plain_count(c))
 
 
@@ -52,7 +61,7 @@ def psubscribe(c: Client, argv: list[bytes]) -> Any:
          summary="Listens for messages published to shard channels.")
 def ssubscribe(c: Client, argv: list[bytes]) -> Any:
     hub = c.state.pubsub
-    return _subscribe_each(b"ssubscribe", argv[1:], lambda ch: hub.subscribe(c, ch, shard=True),
+    return _subscribe_each(c, b"ssubscribe", argv[1:], lambda ch: hub.subscribe(c, ch, shard=True),
                            lambda: len(c.shard_channels))
 
 
@@ -61,12 +70,12 @@ def _unsubscribe_each(c: Client, kind: bytes, names: list[bytes], current: set[b
     """Confirm each name (every current one when none is given; one null when none)."""
     targets = names or list(current)
     if not targets:
-        return Multi([Push([kind, None, count()])])
+        return _confirmed(c, Multi([Push([kind, None, count()])]))
     out = Multi()
     for name in targets:
         drop(name)
         out.append(Push([kind, name, count()]))
-    return out
+    return _confirmed(c, out)
 
 
 @command("unsubscribe", -1, SUB, acl="pubsub", group=G, since="2.0.0",

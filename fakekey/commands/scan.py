@@ -3,7 +3,10 @@ Valkey's parseScanCursorOrReply and scanGenericCommand do."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from fakekey.commands.args import SYNTAX, c_text, parse_int, try_int
 from fakekey.glob import Matcher, compile_glob
@@ -14,6 +17,47 @@ NOVALUES_ONLY_HSCAN = ReplyError("ERR NOVALUES option can only be used in HSCAN"
 NOSCORES_ONLY_ZSCAN = ReplyError("ERR NOSCORES option can only be used in ZSCAN")
 SCAN_TYPES = frozenset((b"string", b"list", b"set", b"zset", b"hash", b"stream"))
 U64 = 2**64 - 1
+
+# SCAN and ZSCAN visit items in the order of their (per-process stable) hash, and a
+# cursor is the position of the next item to visit. Positions keep 52 bits of the hash
+# so that every cursor is exact in a double: Lua scripts and JavaScript clients keep
+# cursors as numbers, and a rounded cursor would skip items.
+CURSOR_MASK = 2**52 - 1
+
+
+def scan_position(item: bytes) -> int:
+    """An item's place in SCAN/ZSCAN order, and the cursor that resumes at it."""
+    return hash(item) & CURSOR_MASK
+
+
+def hash_order(items: Any) -> list[bytes]:
+    """`items` sorted by scan position: the order an iteration walks."""
+    return sorted(items, key=scan_position)
+
+
+def hash_order_page(
+    order: list[bytes], cursor: int, count: int, alive: Callable[[bytes], bool]
+) -> tuple[int, list[bytes]]:
+    """Visit up to `count` live items of `order` from `cursor` on; answer the cursor of
+    the first item not visited (0 at the end) and the live items visited.
+
+    An order built at any time holds every item present since then at the same
+    position, so an item present for a whole iteration is visited whatever came and went.
+    Items sharing a position are visited in one call, never split across two. A cursor
+    handed out is never 0: it is greater than the position of an item just visited."""
+    size = len(order)
+    i = bisect_left(order, cursor, key=scan_position)
+    visited: list[bytes] = []
+    while i < size and len(visited) < count:
+        item = order[i]
+        i += 1
+        if alive(item):
+            visited.append(item)
+    while i < size and scan_position(order[i]) == scan_position(order[i - 1]):
+        if alive(order[i]):
+            visited.append(order[i])
+        i += 1
+    return (scan_position(order[i]) if i < size else 0), visited
 
 
 def parse_cursor(raw: bytes) -> int:

@@ -3,6 +3,7 @@ LASTSAVE, WAIT, SAVE, BGSAVE, BGREWRITEAOF, ROLE."""
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import re
@@ -17,6 +18,8 @@ from fakekey.commands.args import SYNTAX, parse_int
 from fakekey.commands.registry import command, container
 from fakekey.config import ConfigError
 from fakekey.keyspace import Database
+from fakekey.lazyfree import STAT as LAZYFREED
+from fakekey.lazyfree import lazy_setting, released_keys
 from fakekey.resp.replies import NO_REPLY, OK, BigNumber, Raw, ReplyError, SetReply, Simple, Verbatim
 
 G = "server"
@@ -55,10 +58,14 @@ def dbsize(c: Client, argv: list[bytes]) -> Any:
 # --- flushing and swapping ----------------------------------------------------------------
 
 
-def parse_flush_mode(c: Client, argv: list[bytes]) -> None:
-    """FLUSHDB/FLUSHALL [ASYNC|SYNC]: both free at once here; anything else is a syntax error."""
+def parse_flush_mode(c: Client, argv: list[bytes]) -> bool:
+    """FLUSHDB/FLUSHALL [ASYNC|SYNC]: True for a flush Valkey runs in the background (ASYNC,
+    or no mode with lazyfree-lazy-user-flush); anything else is a syntax error."""
     if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() not in (b"ASYNC", b"SYNC")):
         raise SYNTAX
+    if len(argv) == 2:
+        return argv[1].upper() == b"ASYNC"
+    return lazy_setting(c.state, "user-flush")
 
 
 def flush_database(db: Database) -> int:
@@ -73,8 +80,11 @@ def flush_database(db: Database) -> int:
          complexity="O(N) where N is the number of keys in the selected database",
          summary="Deletes every key of the selected database.")
 def flushdb(c: Client, argv: list[bytes]) -> Any:
-    parse_flush_mode(c, argv)
-    c.state.dirty += flush_database(c.db)
+    lazy = parse_flush_mode(c, argv)
+    removed = flush_database(c.db)
+    c.state.dirty += removed
+    if lazy:
+        released_keys(c.state, removed)
     return OK
 
 
@@ -83,18 +93,25 @@ def flushdb(c: Client, argv: list[bytes]) -> Any:
          complexity="O(N) where N is the total number of keys in all databases",
          summary="Deletes every key of every database.")
 def flushall(c: Client, argv: list[bytes]) -> Any:
-    parse_flush_mode(c, argv)
-    c.state.dirty += sum(flush_database(db) for db in c.state.dbs)
+    lazy = parse_flush_mode(c, argv)
+    removed = sum(flush_database(db) for db in c.state.dbs)
+    c.state.dirty += removed
+    if lazy:
+        released_keys(c.state, removed)
     return OK
 
 
-def parse_swap_index(raw: bytes, which: str, count: int) -> int:
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+
+
+def parse_swap_index(raw: bytes, which: str) -> int:
+    """A DB index as a C int (getIntFromObjectOrReply); the range is checked after both."""
     try:
         index = parse_int(raw)
     except ReplyError:
-        raise ReplyError(f"ERR invalid {which} DB index") from None
-    if not 0 <= index < count:
-        raise ReplyError("ERR DB index is out of range")
+        index = None
+    if index is None or not INT_MIN <= index <= INT_MAX:
+        raise ReplyError(f"ERR invalid {which} DB index")
     return index
 
 
@@ -119,11 +136,13 @@ def swap_databases(first: Database, second: Database) -> None:
          "from both databases.", summary="Exchanges the contents of two databases.")
 def swapdb(c: Client, argv: list[bytes]) -> Any:
     dbs = c.state.dbs
-    first = parse_swap_index(argv[1], "first", len(dbs))
-    second = parse_swap_index(argv[2], "second", len(dbs))
+    first = parse_swap_index(argv[1], "first")
+    second = parse_swap_index(argv[2], "second")
+    if not (0 <= first < len(dbs) and 0 <= second < len(dbs)):
+        raise ReplyError("ERR DB index is out of range")
     if first != second:
         swap_databases(dbs[first], dbs[second])
-        c.state.dirty += 1
+    c.state.dirty += 1  # even a database swapped with itself, as Valkey counts it
     return OK
 
 
@@ -168,7 +187,7 @@ def config_set(c: Client, argv: list[bytes]) -> Any:
         for i in range(2, len(argv), 2)
     ]
     try:
-        c.state.config.set_many(pairs)
+        c.state.config.set_many(pairs, option_allows(c, "enable-protected-configs"))
     except ConfigError as err:
         raise ReplyError(f"ERR {err}") from None
     return OK
@@ -235,8 +254,13 @@ _LEADING_FLOAT = re.compile(rb"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 
 
 def debug_allowed(c: Client) -> bool:
-    """enable-debug-command: yes, no, or local (loopback and unix socket clients)."""
-    mode = c.state.config["enable-debug-command"]
+    return option_allows(c, "enable-debug-command")
+
+
+def option_allows(c: Client, option: str) -> bool:
+    """enable-debug-command, enable-module-command: yes, no, or local (loopback and unix
+    socket clients)."""
+    mode = c.state.config[option]
     if mode == "yes":
         return True
     local = c.addr.startswith(("127.", "[::1]", "/")) or not c.addr
@@ -247,6 +271,51 @@ def strtod_prefix(raw: bytes) -> float:
     """C strtod: the longest leading number, 0 when there is none."""
     match = _LEADING_FLOAT.match(raw)
     return float(match.group()) if match else 0.0
+
+
+# C strtod's longest prefix: blanks, a sign, then inf/infinity, nan, a hex or a decimal
+# number. Possessive quantifiers keep it linear on a long run of digits.
+_STRTOD_PREFIX = re.compile(
+    rb"[ \t\n\v\f\r]*+[+-]?+(?:inf(?:inity)?+|nan"
+    rb"|0x(?:[0-9a-f]++(?:\.[0-9a-f]*+)?+|\.[0-9a-f]++)(?:p[+-]?+[0-9]++)?+"
+    rb"|(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:e[+-]?+[0-9]++)?+)",
+    re.I,
+)
+_LONGEST_SLEEP = float(2**33)  # seconds (~272 years): time.sleep refuses much longer
+
+
+def strtod_value(raw: bytes) -> float:
+    """What C strtod answers for `raw`: its longest numeric prefix (0 when none), with
+    inf, nan and hex forms; past the double range, +-inf."""
+    match = _STRTOD_PREFIX.match(raw)
+    if match is None:
+        return 0.0
+    text = match.group().lstrip(b" \t\n\v\f\r").lower()
+    sign = -1.0 if text[:1] == b"-" else 1.0
+    body = text.lstrip(b"+-")
+    if body.startswith(b"inf"):
+        return sign * math.inf
+    if body == b"nan":
+        return math.nan
+    if body.startswith(b"0x"):
+        try:
+            return sign * float.fromhex(body.decode())
+        except OverflowError:
+            return sign * math.inf
+    return sign * float(body)
+
+
+def debug_sleep_seconds(raw: bytes) -> float:
+    """DEBUG SLEEP's pause as Valkey takes it: strtod, times 1e6 into a long long (x86
+    makes NaN and out-of-range values LLONG_MIN), and nanosleep refuses a negative time,
+    so nan, inf, 1e13 or -1 answer at once while 1e9 sleeps for good."""
+    micros = strtod_value(raw) * 1_000_000
+    if not -(2.0**63) <= micros < 2.0**63:  # NaN fails this too
+        return 0.0
+    whole = int(micros)  # truncated toward zero, as C converts
+    if whole <= 0:
+        return 0.0
+    return min(whole / 1_000_000, _LONGEST_SLEEP)
 
 
 def debug_protocol(c: Client, kind: bytes) -> Any:
@@ -306,7 +375,7 @@ def debug(c: Client, argv: list[bytes]) -> Any:
         return help_lines(DEBUG_HELP)
     if sub == b"sleep" and argc == 3:
         # Valkey's DEBUG SLEEP stops the whole server; so does blocking the loop here
-        time.sleep(max(0.0, strtod_prefix(argv[2])))
+        time.sleep(debug_sleep_seconds(argv[2]))
         return OK
     if sub == b"error" and argc == 3:
         return ReplyError(argv[2])
@@ -503,7 +572,7 @@ def info_clients(state: Any) -> InfoLines:
         "clients_in_timeout_table:0",
         f"total_watched_keys:{sum(len(db.watched) for db in state.dbs)}",
         f"total_blocking_keys:{sum(len(db.waiting) for db in state.dbs)}",
-        "total_blocking_keys_on_nokey:0",
+        f"total_blocking_keys_on_nokey:{state.blocking.keys_on_nokey()}",
         "paused_reason:none",
         "paused_actions:none",
         "paused_timeout_milliseconds:0",
@@ -596,7 +665,7 @@ def info_memory(state: Any) -> InfoLines:
         "mem_allocator:python",
         "active_defrag_running:0",
         "lazyfree_pending_objects:0",
-        "lazyfreed_objects:0",
+        f"lazyfreed_objects:{state.stats[LAZYFREED]}",
     ]
 
 
@@ -704,7 +773,7 @@ def info_stats(state: Any) -> InfoLines:
     ]
     lines += [
         f"acl_access_denied_{what}:{stats['acl_access_denied_' + what]}"
-        for what in ("auth", "cmd", "key", "channel")
+        for what in ("auth", "cmd", "key", "channel", "tls_cert", "db")
     ]
     return lines
 

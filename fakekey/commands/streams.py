@@ -83,7 +83,10 @@ def parse_u64(text: bytes) -> int | None:
     match = _STRTOULL.match(text)
     if match is None:
         return None
-    value = int(match.group(2))
+    digits = match.group(2).lstrip(b"0") or b"0"
+    if len(digits) > 20:  # past U64_MAX (and past the digits int() converts)
+        return None
+    value = int(digits)
     if value > U64_MAX:
         return None
     return (-value) & U64_MAX if match.group(1) == b"-" else value
@@ -347,15 +350,22 @@ def xadd(c: Client, argv: list[bytes]) -> Any:
         if created:
             db.set_value(key, s)  # Valkey has already stored the empty stream
         raise TOO_LARGE
+    append_entry(c, key, s, created, sid, pairs, args)
+    return format_id(sid)
+
+
+def append_entry(c: Client, key: bytes, s: StreamValue, created: bool, sid: StreamID,
+                 pairs: Pairs, args: TrimArgs) -> None:
+    """XADD's write, once its checks passed: store the entry (a `created` stream is
+    stored now), announce `xadd`, then trim as `args` asks and announce `xtrim`."""
     config = c.state.config
     s.append(sid, pairs, config["stream-node-max-bytes"], config["stream-node-max-entries"])
     if created:
-        db.set_value(key, s, event="xadd", klass="t")
+        c.db.set_value(key, s, event="xadd", klass="t")
     else:
-        db.written(key, "xadd", "t")
+        c.db.written(key, "xadd", "t")
     if args.trims and trim(s, args):
         notify(c, key, "xtrim")
-    return format_id(sid)
 
 
 @command("xtrim", -4, "write", keys=keys_range(1, flags="RW delete"), acl=ACL, group=G,

@@ -5,11 +5,12 @@ blocking denied, and blocked clients are served once, after the whole EXEC."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from fakekey.client import Client
 from fakekey.commands.registry import command, keys_range
-from fakekey.resp.replies import NULL_ARRAY, OK, ReplyError
+from fakekey.resp.replies import NO_REPLY, NULL_ARRAY, OK, ReplyError
 
 G = "transactions"
 EXECABORT = ReplyError("EXECABORT Transaction discarded because of previous errors.")
@@ -22,10 +23,19 @@ def end_transaction(c: Client) -> None:
     c.state.unwatch_all(c)
 
 
+def abort_exec(c: Client, refusal: ReplyError) -> ReplyError:
+    """EXEC refused before it runs (arity, NOAUTH, ...) ends the transaction, and the
+    refusal is told as an EXECABORT, even outside MULTI (Valkey's execCommandAbort)."""
+    end_transaction(c)
+    reason = refusal.message.removeprefix(b"ERR ")
+    return ReplyError(b"EXECABORT Transaction discarded because of: " + reason)
+
+
 @command("multi", 1, "noscript loading stale fast no_multi allow_busy", acl="transaction",
          group=G, since="1.2.0", summary="Starts a transaction: later commands are queued.")
 def multi(c: Client, argv: list[bytes]) -> Any:
     c.in_multi = True
+    c.has_multi_state = True  # CLIENT LIST multi= shows a count from now on
     c.multi_queue = []
     c.multi_error = False
     return OK
@@ -52,7 +62,6 @@ def watched_key_expired(c: Client) -> bool:
 def exec_(c: Client, argv: list[bytes]) -> Any:
     if not c.in_multi:
         raise ReplyError("ERR EXEC without MULTI")
-    state = c.state
     if c.multi_error:
         end_transaction(c)
         raise EXECABORT
@@ -61,15 +70,42 @@ def exec_(c: Client, argv: list[bytes]) -> Any:
         return NULL_ARRAY
     queue = c.multi_queue
     end_transaction(c)
-    replies: list[Any] = []
+    return run_queued(c, queue, 0, [])
+
+
+def run_queued(c: Client, queue: list, start: int, replies: list[Any]) -> Any:
+    """Run EXEC's queue from `start`: the replies, or NO_REPLY when a script in it went
+    past busy-reply-threshold. The server is BUSY then; the rest of the queue runs when
+    the script ends, before anything else (`ScriptRun.then`), and EXEC answers then."""
+    state = c.state
     state.deny_blocking = True
+    paused = False
     try:
-        for cmd, args in queue:
-            replies.append(state.run_command(c, cmd, args))
+        for at in range(start, len(queue)):
+            cmd, args = queue[at]
+            reply = state.run_command(c, cmd, args)
+            busy = state.busy_script
+            if reply is NO_REPLY and busy is not None and busy.caller is c:
+                busy.then = partial(_resume_queue, c, queue, at + 1, replies)
+                paused = True
+                return NO_REPLY
+            replies.append(reply)
     finally:
-        state.deny_blocking = False
+        if not paused:
+            state.deny_blocking = False
     c.cmd = state.registry.lookup(b"exec")
     return replies
+
+
+def _resume_queue(c: Client, queue: list, start: int, replies: list[Any], script_reply: Any) -> Any:
+    """After the BUSY script of an EXEC ended: its reply in its slot, then the rest."""
+    replies.append(script_reply)
+    state = c.state
+    state.current_client = c
+    try:
+        return run_queued(c, queue, start, replies)
+    finally:
+        state.current_client = None
 
 
 @command("watch", -2, "noscript loading stale fast no_multi allow_busy", acl="transaction",
@@ -77,6 +113,7 @@ def exec_(c: Client, argv: list[bytes]) -> Any:
          complexity="O(1) for every key.",
          summary="Watches keys: a change to any of them before EXEC aborts the transaction.")
 def watch(c: Client, argv: list[bytes]) -> Any:
+    c.has_multi_state = True  # CLIENT LIST multi= shows a count from now on
     db = c.db
     for key in argv[1:]:
         entry = (db, key)

@@ -8,8 +8,6 @@ BZPOPMIN/BZPOPMAX/BZMPOP: `parse_mpop` (the `numkeys key... MIN|MAX [COUNT n]` t
 
 from __future__ import annotations
 
-import re
-from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -18,13 +16,15 @@ from fakekey.client import Client
 from fakekey.commands.args import (
     SYNTAX,
     WRONGTYPE,
+    is_strtod_form,
     parse_float,
     parse_int,
     parse_timeout,
     wrong_args,
 )
+from fakekey.commands.picks import check_repeated_picks
 from fakekey.commands.registry import command, keys_numkeys, keys_range
-from fakekey.commands.scan import U64, parse_cursor, parse_scan_options
+from fakekey.commands.scan import hash_order, hash_order_page, parse_cursor, parse_scan_options
 from fakekey.resp.encoder import format_double
 from fakekey.resp.replies import NULL_ARRAY, ReplyError
 from fakekey.types.zset import (
@@ -65,11 +65,6 @@ RANDMEMBER_RANGE = ReplyError(
     "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807"
 )
 
-# The forms Valkey's strtod takes: decimals with an optional exponent, inf/infinity; no
-# spaces, no hex, no nan.
-_STRTOD = re.compile(
-    rb"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?)\Z", re.I
-)
 
 
 # --- shared helpers ------------------------------------------------------------------------
@@ -116,7 +111,7 @@ def parse_range_float(raw: bytes) -> float:
     body = raw.split(b"\0", 1)[0]  # the C string ends at a NUL
     if not body:
         return 0.0
-    if not _STRTOD.match(body):
+    if not is_strtod_form(body):
         raise MIN_MAX_FLOAT
     return float(body)
 
@@ -714,6 +709,7 @@ def random_members(zs: ZSet, count: int) -> list[Pair]:
     """Valkey's cases: repeats allowed (negative count, or 1) in pick order; the whole set
     (count >= size) from the highest score down; else distinct members."""
     if count < 0 or count == 1:
+        check_repeated_picks(count)
         return zs.random_pairs(abs(count))
     if count >= len(zs):
         return zs.pairs(reverse=True)
@@ -956,30 +952,14 @@ def zintercard(c: Client, argv: list[bytes]) -> Any:
 # --- ZSCAN ---------------------------------------------------------------------------------
 
 
-def scan_hash(member: bytes) -> int:
-    """A member's place in ZSCAN order: its (per-process stable) hash, unsigned."""
-    return hash(member) & U64
-
-
 def scan_page(zs: ZSet, cursor: int, count: int) -> tuple[int, list[bytes]]:
-    """A skiplist-encoded set is visited in member-hash order, `count` members a call.
-    The order is fixed when an iteration starts (cursor 0): members removed since are
+    """A skiplist-encoded set is visited in scan order, `count` members a call. The
+    order is fixed when an iteration starts (cursor 0): members removed since are
     skipped, members added since may be missed, every other member comes exactly once."""
     order = zs.scan_order
     if cursor == 0 or order is None:
-        order = zs.scan_order = sorted(zs.scores, key=scan_hash)
-    size = len(order)
-    i = bisect_left(order, cursor, key=scan_hash)
-    members: list[bytes] = []
-    while i < size and len(members) < count:
-        if order[i] in zs.scores:
-            members.append(order[i])
-        i += 1
-    while i < size and scan_hash(order[i]) == scan_hash(order[i - 1]):
-        if order[i] in zs.scores:  # never split a run of equal hashes across calls
-            members.append(order[i])
-        i += 1
-    return (scan_hash(order[i]) if i < size else 0), members
+        order = zs.scan_order = hash_order(zs.scores)
+    return hash_order_page(order, cursor, count, zs.scores.__contains__)
 
 
 @command("zscan", -3, "readonly", keys=_READ_KEY, acl=ACL, group=G, since="2.8.0",

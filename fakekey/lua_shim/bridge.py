@@ -3,23 +3,26 @@ registry, the conversions between replies and Lua values, the run rules (read-on
 scripts, write tracking), and the long-script machinery (BUSY, SCRIPT KILL).
 
 How a script runs (`ScriptRunner`). A script's first run goes to one long-lived script
-thread: the event-loop thread hands it over and waits up to `busy-reply-threshold`. A
-run that ends in time is answered inline, exactly like any command (the loop thread was
-parked, so the script had the data to itself). A run still going at the threshold puts
-the server in BUSY mode: `state.busy_script` is set, `ServerState.call` refuses every
-command without the `allow_busy` flag with Valkey's BUSY error, the script's client waits
-like a blocked client, and only the script thread touches the data (the loop thread's own
-data work - cron expiry, blocking timeouts, disconnections - waits for the script's end;
-pub/sub messages the script sends are written by the loop thread). When it ends, the
-script thread posts the reply to the loop, which answers the client, serves blocked
-clients and resumes the client's pipeline. SCRIPT KILL sets a flag that the sandbox's
-count hook checks.
+thread: the event-loop thread hands it over and waits up to `busy-reply-threshold`. While
+it waits, the loop thread is parked, so the script thread runs the script's commands
+itself. A run that ends in time is answered like any command. A run still going at the
+threshold puts the server in BUSY mode: `state.busy_script` is set, `ServerState.call`
+refuses every command without the `allow_busy` flag with Valkey's BUSY error, the
+script's client waits like a blocked client, and from then on every `redis.call` of the
+script is run by the loop thread (`ScriptRun.on_loop`): while the server is BUSY, only
+the loop thread touches the data and the clients (see HACKING.md, "Design notes: the
+script thread"). When the script ends, the script thread posts its reply to the loop,
+which answers the client (or goes on with the client's EXEC), serves blocked clients and
+resumes the client's pipeline. SCRIPT KILL sets a flag that the sandbox's count hook
+checks.
 
 Handing a run over costs two thread switches, so a script whose runs end well within the
-threshold then runs inline on the loop thread; if it reaches the threshold there before
-it has written anything, it is stopped and run again on the script thread (see
-`ScriptRunner`). A threshold of 0 (Valkey: no BUSY mode) and scripts inside MULTI/EXEC
-run on the calling thread.
+threshold and do not write then runs inline on the loop thread. An inline run stops, with
+nothing of it visible, when it reaches the threshold or is about to write or publish, and
+runs again from the start on the script thread, where it can turn BUSY (see
+`ScriptRunner`). A threshold of 0 (Valkey: no BUSY mode) runs scripts on the calling
+thread. Scripts inside MULTI/EXEC run as any other: EXEC pauses on a BUSY script and
+goes on with its queue when the script ends (`transactions.run_queued`).
 """
 
 from __future__ import annotations
@@ -111,7 +114,8 @@ def number_argument(value: int | float) -> bytes:
 
 # --- replies -> Lua -------------------------------------------------------------------------
 # A reply crosses to Lua as (tag, ...): 0 a scalar, 1 a status, 2 an error (message,
-# counted), 3 a flat token list, 4 a token table. Tokens: a string or number stands for
+# counted), 3 a flat token list, 4 a token table, 5 stop the script (the kill message).
+# Tokens: a string or number stands for
 # itself; `False` escapes a code: 1 false, 2 nil, 3 true, 5 status, 6 error, 7 array,
 # 8 map, 9 set, 10 double, 11 big number, 12 verbatim (see the bootstrap's `decode`).
 
@@ -127,7 +131,9 @@ def lua_error_text(message: bytes) -> bytes:
     return code + b" " + text.strip(b"\r\n")
 
 
-def reply_to_lua(reply: Any, resp3: bool, sandbox: LuaSandbox) -> tuple:
+def reply_to_lua(reply: Any, resp3: bool) -> tuple:
+    """A command's reply as Lua gets it: (tag, ...) (see above); a long token list comes
+    as (4, list), made a Lua table by the thread that runs the script (see `call`)."""
     kind = type(reply)
     if kind is bytes:
         return (0, reply)
@@ -144,14 +150,14 @@ def reply_to_lua(reply: Any, resp3: bool, sandbox: LuaSandbox) -> tuple:
     if kind is float and not resp3:
         return (0, format_double(reply))
     if kind is Raw:
-        return reply_to_lua(parse_raw(bytes(reply)), resp3, sandbox)
+        return reply_to_lua(parse_raw(bytes(reply)), resp3)
     tokens: list[Any] = []
     _tokens(reply, resp3, tokens)
     if len(tokens) == 1:
         return (0, tokens[0])
     if len(tokens) <= _MAX_TUPLE:
         return (3, *tokens)
-    return (4, sandbox.lua.table_from(tokens))
+    return (4, tokens)
 
 
 def _tokens(reply: Any, resp3: bool, out: list[Any]) -> None:
@@ -280,6 +286,15 @@ def scalar_to_reply(value: Any, resp: int) -> Any:
     return None
 
 
+# A script reply nested deeper than this is encoded here, in one pass without recursion
+# (the client encoder recurses on nesting; Lua can nest 7995 deep before Valkey's limit).
+_DEEP_REPLY = 100
+
+
+class _TooDeep(Exception):  # noqa: N818 - a signal, not an error
+    """The reply nests past _DEEP_REPLY: encode it with `_TokenReader.encode_all`."""
+
+
 class _TokenReader:
     """Reads the bootstrap's `encode` tokens into typed replies."""
 
@@ -291,21 +306,80 @@ class _TokenReader:
         self.errors: list[ReplyError] = []
 
     def read(self) -> Any:
+        """The typed reply, built with a stack of open aggregates (no recursion); raises
+        _TooDeep past _DEEP_REPLY levels."""
         tokens = self.tokens
-        value = tokens[self.pos]
-        if value is not False:
-            self.pos += 1
-            return value if type(value) is bytes else lua_number_to_int(value)
-        code = tokens[self.pos + 1]
-        self.pos += 2
-        return self._special(code)
+        open_: list[tuple[int, list[Any], int, int]] = []  # code, items, size, count
+        while True:
+            value = tokens[self.pos]
+            if value is not False:
+                self.pos += 1
+                item = value if type(value) is bytes else lua_number_to_int(value)
+            else:
+                code = tokens[self.pos + 1]
+                self.pos += 2
+                if code < 9:
+                    item = self._special(code)
+                else:  # an aggregate: map 9, set 10, array 11
+                    count = self._take()
+                    size = 2 * count if code == 9 else count
+                    if size:
+                        if len(open_) >= _DEEP_REPLY:
+                            raise _TooDeep
+                        open_.append((code, [], size, count))
+                        continue
+                    item = self._aggregate(code, [], 0)
+            while open_:  # the item joins the innermost aggregate, which may be full now
+                code, items, size, count = open_[-1]
+                items.append(item)
+                if len(items) < size:
+                    break
+                open_.pop()
+                item = self._aggregate(code, items, count)
+            else:
+                return item
+
+    def encode_all(self) -> Raw:
+        """The whole reply encoded for the client in one pass (RESP is in the same order
+        as the tokens, so no stack is needed)."""
+        self.pos = 0
+        self.errors = []
+        tokens, protocol = self.tokens, self.protocol
+        encode = ENCODERS[protocol].encode
+        parts: list[bytes] = []
+        end = len(tokens)
+        while self.pos < end:
+            value = tokens[self.pos]
+            if value is not False:
+                self.pos += 1
+                parts.append(encode(value if type(value) is bytes else lua_number_to_int(value)))
+                continue
+            code = tokens[self.pos + 1]
+            self.pos += 2
+            if code < 9:
+                parts.append(encode(self._special(code)))
+                continue
+            count = self._take()
+            if code == 9:
+                parts.append(b"%%%d\r\n" % count if protocol == 3 else b"*%d\r\n" % (2 * count))
+            elif code == 10:
+                parts.append(b"~%d\r\n" % count if protocol == 3 else b"*%d\r\n" % count)
+            else:
+                parts.append(b"*%d\r\n" % count)
+        return Raw(b"".join(parts))
 
     def _take(self) -> Any:
         value = self.tokens[self.pos]
         self.pos += 1
         return value
 
+    def _aggregate(self, code: int, items: list[Any], count: int) -> Any:
+        if code == 9:
+            return self._map(items, count)
+        return SetReply(items) if code == 10 else items
+
     def _special(self, code: int) -> Any:
+        """A scalar token's reply (codes below 9)."""
         if code == 1:
             return None
         if code == 2:
@@ -324,14 +398,8 @@ class _TokenReader:
             return -0.0 if negative_zero else float(number)
         if code == 7:
             return BigNumber(_no_newlines(self._take()))
-        if code == 8:
-            fmt, text = self._take(), self._take()
-            return self._verbatim(fmt, text)
-        count = self._take()
-        if code == 9:
-            return self._map([self.read() for _ in range(2 * count)], count)
-        items = [self.read() for _ in range(count)]
-        return SetReply(items) if code == 10 else items
+        fmt, text = self._take(), self._take()  # 8: verbatim
+        return self._verbatim(fmt, text)
 
     def _verbatim(self, fmt: bytes, text: bytes) -> Any:
         fmt = fmt.split(b"\0", 1)[0][:3].ljust(3)  # a C string, padded with spaces
@@ -365,7 +433,10 @@ def outcome_to_reply(outcome: tuple, protocol: int, funcname: bytes = b"") -> tu
     if tag == 1 or tag == 4:
         tokens = outcome[2:] if tag == 1 else list(outcome[2].values())
         reader = _TokenReader(tokens, resp, protocol)
-        reply = reader.read()
+        try:
+            reply = reader.read()
+        except _TooDeep:
+            reply = reader.encode_all()
         return reply, reader.errors
     if tag == 2:
         message, source, line, ignored = outcome[2], outcome[3], outcome[4], outcome[5]
@@ -380,6 +451,11 @@ def outcome_to_reply(outcome: tuple, protocol: int, funcname: bytes = b"") -> tu
 
 
 # --- the script's client and its commands --------------------------------------------------
+
+
+def unpack_table(table: Any, count: int) -> list[Any]:
+    """Slots 1..count of a Lua table (None for nil)."""
+    return [table[i] for i in range(1, count + 1)]
 
 
 def make_script_client(state: ServerState, client_id: int) -> Client:
@@ -437,27 +513,61 @@ class CommandBridge:
 
     def call(self, resp: int, *args: Any) -> tuple:
         try:
-            for arg in args:
-                if type(arg) is not bytes:  # numbers to convert, or a bad argument
-                    argv = self._argv(args)
-                    if type(argv) is tuple:
-                        return argv
-                    break
-            else:
-                if not args:
-                    return (2, NO_ARGUMENTS, False)
-                argv = [*args]
-            with self.runner.guard:
-                reply = self._execute(resp, argv)
+            return self._dispatch(resp, args)
+        except Exception:  # noqa: BLE001 - a Python error must never reach Lua
+            log.exception("redis.call failed inside fakekey")
+            return (2, b"ERR internal error in fakekey's redis.call", False)
+
+    def _dispatch(self, resp: int, args: tuple) -> tuple:
+        """Check the arguments here, run the command where the data is, convert."""
+        for arg in args:
+            if type(arg) is not bytes:  # numbers to convert, or a bad argument
+                argv = self._argv(args)
+                if type(argv) is tuple:
+                    return argv
+                break
+        else:
+            if not args:
+                return (2, NO_ARGUMENTS, False)
+            argv = [*args]
+        # from here on no Lua object is involved: the command may run on another thread
+        run = self.run
+        guard = self.runner.guard
+        guard.acquire()
+        if run is None or not run.detached:
+            # the loop thread is parked (or is this thread): the data is this run's
+            try:
+                outcome = self._call(resp, argv)
+            finally:
+                guard.release()
+        else:
+            guard.release()
+            # the server is BUSY: only the loop thread touches the data now
+            outcome = run.on_loop(self._call, resp, argv)
+        if outcome[0] == 4 and type(outcome[1]) is list:  # Lua tables are made by Lua's thread
+            return (4, self.sandbox.lua.table_from(outcome[1]))
+        return outcome
+
+    def _call(self, resp: int, argv: list[bytes]) -> tuple:
+        """redis.call's outcome for Lua (see `reply_to_lua`); never raises."""
+        try:
+            reply = self._execute(resp, argv)
             kind = type(reply)
             if kind is bytes or kind is int:  # the commonest replies, as they are
                 return (0, reply)
-            return reply_to_lua(reply, resp == 3, self.sandbox)
+            return reply_to_lua(reply, resp == 3)
         except Refused as refused:
             return refused.outcome
         except Exception:  # noqa: BLE001 - a Python error must never reach Lua
             log.exception("redis.call failed inside fakekey")
             return (2, b"ERR internal error in fakekey's redis.call", False)
+
+    def call_packed(self, resp: int, count: int, args: Any) -> tuple:
+        """redis.call with many arguments, given as a Lua table of `count` slots."""
+        return self.call(resp, *unpack_table(args, count))
+
+    def acl_check_packed(self, count: int, args: Any) -> tuple:
+        return self.acl_check(*unpack_table(args, count))
 
     def acl_check(self, *args: Any) -> tuple:
         try:
@@ -469,7 +579,8 @@ class CommandBridge:
                 cmd = cmd.subcommands.get(argv[1].lower())
             if cmd is None:
                 return (False, INVALID_ACL_COMMAND)
-            return (True, acl_refusal(self.state, self.run_caller(), cmd, argv) is None)
+            caller = self.run_caller()
+            return (True, caller is None or self.state.users.allows(caller, cmd, argv))
         except Exception:  # noqa: BLE001
             log.exception("redis.acl_check_cmd failed inside fakekey")
             return (False, b"internal error")
@@ -535,6 +646,11 @@ class CommandBridge:
         if run is not None and ("write" in flags or cmd.name in _MAY_REPLICATE):
             if run.read_only:
                 raise self._refused(READ_ONLY_WRITE, cmd)
+            if run.inline_deadline:
+                # a run on the loop thread must stay one that can start again on the script
+                # thread (where it can turn BUSY): it stops before its first effect
+                run.restart = True
+                raise Refused((5, KILLED_FUNCTION if run.as_function else KILLED_EVAL))
             run.side_effects = True
             if "write" in flags:
                 run.dirty = True
@@ -572,17 +688,18 @@ class CommandBridge:
 
 def acl_refusal(state: ServerState, caller: Client | None, cmd: Command, argv: list[bytes]) -> bytes | None:
     """The one place a script's command meets ACL: the refusal text (Valkey: "ACL failure
-    in script: ..."), or None when allowed. fakekey has no ACL layer yet: everything is
-    allowed; the ACL work plugs its check in here."""
-    return None
+    in script: ..."), or None when allowed. The script runs under its caller's user."""
+    if caller is None or caller.acl_unrestricted:
+        return None
+    return state.users.check_script(caller, cmd, argv)
 
 
 # --- runs and the runner -------------------------------------------------------------------
 
 
 class RunProfile:
-    """What the runner learned about one script or function: whether its runs end well
-    within busy-reply-threshold, so that the next one may run inline."""
+    """What the runner learned about one script or function: whether its last run ended
+    well within busy-reply-threshold without writing, so that the next may run inline."""
 
     __slots__ = ("quick",)
 
@@ -604,14 +721,18 @@ class ScriptRun:
     killed = False
     aborted = False
     inline_deadline = 0.0  # running inline on the loop thread: when to hand over
-    restart = False  # stopped at that deadline, to run again on the script thread
+    restart = False  # stopped inline (deadline, or a first write): to run on the script thread
     # the BUSY machinery
+    blocking_before = False  # state.deny_blocking before the run, restored by deliver()
     finished = False
     detached = False  # past the threshold: the server is BUSY
     done: Any = None
     loop: asyncio.AbstractEventLoop | None = None
     worker_ident = 0
     after_script: tuple[tuple[Callable[..., Any], tuple], ...] = ()
+    # what the caller does with the reply of a detached run instead of sending it (EXEC
+    # goes on with its queue): the reply to send, or NO_REPLY when another script went BUSY
+    then: Callable[[Any], Any] | None = None
     # the outcome: the reply, and the error replies Valkey counts for it
     reply: Any = None
     counted_errors: list[ReplyError] | tuple[()] = ()
@@ -633,11 +754,9 @@ class ScriptRun:
             self.__dict__.pop(name, None)
 
     def perform(self) -> None:
-        """Run the script (on whichever thread calls this) and convert its outcome."""
+        """Run the script (on whichever thread calls this) and convert its outcome. Data
+        is touched only through redis.call (see `CommandBridge.call`)."""
         bridge = self.bridge
-        state = bridge.state
-        blocking_before = state.deny_blocking
-        state.deny_blocking = True
         bridge.run = self
         client, caller = bridge.client, self.caller  # the engine's client runs as the caller
         client.db = caller.db
@@ -662,22 +781,54 @@ class ScriptRun:
             self.reply, self.counted_errors = message, [message]
         finally:
             bridge.run = None
-            state.deny_blocking = blocking_before
 
     def stop_reason(self) -> bytes | None:
-        """Asked by the sandbox's count hook: the kill error when the run must stop."""
-        if self.killed or self.aborted:
+        """Asked by the sandbox's count hook: the kill error when the run must stop
+        (again, for a stop from redis.call that a coroutine or pcall kept from ending it)."""
+        if self.killed or self.aborted or self.restart:
             return KILLED_FUNCTION if self.as_function else KILLED_EVAL
         if self.inline_deadline and time.monotonic() >= self.inline_deadline:
-            if not self.side_effects:
-                self.restart = True  # untouched data: run it again on the script thread
-                return KILLED_FUNCTION if self.as_function else KILLED_EVAL
-            self.inline_deadline = 0.0  # it has written: it finishes here, inline
+            # an inline run has no effects (see CommandBridge._execute): it runs again on
+            # the script thread, where it turns BUSY
+            self.restart = True
+            return KILLED_FUNCTION if self.as_function else KILLED_EVAL
         return None
 
     # --- while the server is BUSY ------------------------------------------------------------
 
+    def on_loop(self, fn: Callable[..., tuple], *args: Any) -> tuple:
+        """From the script thread of a detached run: `fn(*args)` run on the loop thread,
+        which owns the data while the server is BUSY; a stop outcome if the server goes
+        away meanwhile."""
+        box: list[tuple] = []
+        ready = threading.Event()
+        state = self.bridge.state
+
+        def job() -> None:
+            outer = state.current_client  # whose command runs (keymiss events read it)
+            state.current_client = self.caller
+            try:
+                box.append(fn(*args))
+            finally:
+                state.current_client = outer
+                ready.set()
+
+        runner = self.bridge.runner
+        try:
+            self.loop.call_soon_threadsafe(job)
+        except RuntimeError:  # the loop is closed: the server stopped
+            ready.set()
+        while not ready.wait(0.05):
+            if runner.server_stopping():
+                break
+        if box:
+            return box[0]
+        self.aborted = True
+        return (5, KILLED_FUNCTION if self.as_function else KILLED_EVAL)
+
     def on_script_thread(self) -> bool:
+        """True on the script thread (`Client.push` asks; while the server is BUSY no
+        command runs there, so a push from there would be a bug it still copes with)."""
         return threading.get_ident() == self.worker_ident
 
     def defer(self, fn: Callable[..., Any], *args: Any) -> None:
@@ -686,7 +837,8 @@ class ScriptRun:
             self.loop.call_soon_threadsafe(fn, *args)
 
     def after(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run `fn` when the script has ended (it touches data the script owns)."""
+        """Run `fn` when the script has ended (a client that leaves meanwhile is forgotten
+        then: it may be the script's own caller, whose state the run still reads)."""
         self.after_script += ((fn, args),)
 
     def refuse(self, client: Client, cmd: Command, argv: list[bytes]) -> ReplyError | None:
@@ -713,19 +865,20 @@ class ScriptRunner:
 
     A script's first run goes to the script thread: the loop thread waits for it up to
     busy-reply-threshold and declares the server BUSY past it. A script whose runs end
-    well within the threshold (`RunProfile.quick`) runs inline on the loop thread, with
-    no handover at all; if such a run reaches the threshold before it has written or
-    published anything, the sandbox's hook stops it and it runs again from the start on
-    the script thread (nothing of the first attempt is visible), where it keeps the
-    server BUSY as Valkey would. A quick script that has already written when it reaches
-    the threshold finishes inline: the server stays blocked rather than BUSY until then.
+    well within the threshold without writing (`RunProfile.quick`) runs inline on the
+    loop thread, with no handover at all. An inline run must stay one that can be run
+    again: the sandbox's hook stops it at the threshold, and the bridge stops it before
+    its first write or publish; it then runs again from the start on the script thread
+    (nothing of the first attempt is visible), where it keeps the server BUSY as Valkey
+    would. So whatever path a run starts on, a run past the threshold is a BUSY one.
     """
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.rand = Rand48()
-        # held by the script thread while it runs a command: the loop thread takes it
-        # before declaring the server BUSY, so no command is caught half-way
+        # held by the script thread while it runs a command itself (the server not yet
+        # BUSY); the loop thread takes it to declare the server BUSY, so that from then on
+        # the script's commands go to the loop thread and none is caught half-way
         self.guard = threading.Lock()
         self._wake = threading.Lock()
         self._wake.acquire()
@@ -734,11 +887,14 @@ class ScriptRunner:
 
     def execute(self, run: ScriptRun) -> Any:
         """Run a script for its caller: its reply, or NO_REPLY when it went past the
-        busy threshold (the reply comes when it ends)."""
+        busy threshold (the reply comes when it ends; inside EXEC, `run.then` must be
+        set by the caller then, see `transactions.exec_`)."""
         state = self.state
+        run.blocking_before = state.deny_blocking
+        state.deny_blocking = True  # restored by deliver()
         threshold = state.config.values["busy-reply-threshold"] / 1000
-        if threshold <= 0 or state.deny_blocking:
-            run.perform()  # no BUSY mode: no threshold, or inside EXEC or a script
+        if threshold <= 0:
+            run.perform()  # no BUSY mode
             return self.deliver(run)
         profile = run.profile
         started = time.monotonic()
@@ -747,7 +903,7 @@ class ScriptRunner:
             rand_before = self.rand.state
             run.perform()
             if not run.restart:
-                self._learn(profile, started, threshold)
+                self._learn(profile, started, threshold, run)
                 return self.deliver(run)
             self.rand.state = rand_before  # the run again draws the same random numbers
             run.reset()
@@ -764,27 +920,31 @@ class ScriptRunner:
         self._ensure_thread()
         run.done = done = threading.Lock()
         done.acquire()
+        run.loop = loop
         self._job = run
         self._wake.release()
         if done.acquire(timeout=max(0.0, deadline - started)):
             if profile is not None:
-                self._learn(profile, started, deadline - started)
+                self._learn(profile, started, deadline - started, run)
             return self.deliver(run)
-        with self.guard:
+        with self.guard:  # not while the script thread runs a command
             if run.finished:
                 return self.deliver(run)
             run.detached = True
-            run.loop = loop
             self.state.busy_script = run
         run.caller.blocked = run
         return NO_REPLY
 
     @staticmethod
-    def _learn(profile: RunProfile, started: float, threshold: float) -> None:
-        profile.quick = time.monotonic() - started < threshold / 4
+    def _learn(profile: RunProfile, started: float, threshold: float, run: ScriptRun) -> None:
+        """Inline next time when this run was quick and had no effects (an inline run
+        stops at its first effect, to run again on the script thread)."""
+        profile.quick = not run.side_effects and time.monotonic() - started < threshold / 4
 
     def deliver(self, run: ScriptRun) -> Any:
-        """The reply, once its error replies are counted as Valkey counts them."""
+        """The reply, once its error replies are counted as Valkey counts them (on the
+        loop thread, when the run has ended)."""
+        self.state.deny_blocking = run.blocking_before
         errors = run.counted_errors
         if errors:
             for err in errors:
@@ -837,6 +997,11 @@ class ScriptRunner:
             caller.blocked = None
         reply = self.deliver(run)
         if not run.aborted:  # stopped with the server: its client is not answered
+            if run.then is not None:  # EXEC goes on with its queue
+                reply = run.then(reply)
+                if reply is NO_REPLY:  # another of its scripts keeps the server BUSY
+                    state.busy_script.after_script = run.after_script + state.busy_script.after_script
+                    return
             caller.send(reply)
         for fn, args in run.after_script:
             fn(*args)

@@ -56,7 +56,7 @@ MAX_MULTIPLE_VALUES = 7000
 _BOOTSTRAP = r"""
 local host_call, host_acl, host_log, host_stop, host_sha1, host_rand, host_seed, host_untail,
       kind, redis_version, redis_version_num, valkey_version, valkey_version_num,
-      hook_count, max_values = ...
+      hook_count, max_values, host_call_packed, host_acl_packed = ...
 
 local type, next, rawget, rawset, rawequal, select, tostring, tonumber, error, assert =
       type, next, rawget, rawset, rawequal, select, tostring, tonumber, error, assert
@@ -244,10 +244,19 @@ local function w_load(...)
   return in_script_env(load(reader, name or '=(load)'))
 end
 
+-- An error raised inside this chunk (a host callable refusing its arguments, say) must
+-- not show the chunk's own name: it reads as raised where the script called in.
+local function scrub(e, position)
+  if type(e) == 'string' and byte(e, 1) == 102 then  -- 'f'
+    return (gsub(e, '^' .. INTERNAL:sub(2) .. ':%d+: ', position, 1))
+  end
+  return e
+end
+
 -- Valkey's pcall: an error table with an `err` field is caught as its message
 local function pcall_result(ok, ...)
   if ok then return true, ... end
-  local e = ...
+  local e = scrub((...), (where()))
   if type(e) == 'table' then
     local m = e.err
     local tm = type(m)
@@ -450,8 +459,11 @@ decode = function(tk, i)
   return nil, i
 end
 
+local stop_now  -- the kill machinery's, below: stops the script as SCRIPT KILL does
+
 local function finish(raise_it, tag, a, ...)
   if tag == 0 then return a end
+  if tag == 5 then stop_now(a) end
   if tag == 1 then local t = {}; t.ok = a; return t end
   if tag == 2 then
     local t = {}
@@ -464,9 +476,21 @@ local function finish(raise_it, tag, a, ...)
   return (decode(a, 1))
 end
 
+-- Past this many arguments, a call crosses to Python with its arguments in one table: a
+-- C function's stack (lupa's too) holds at most 8000 values, redis.call's arguments and
+-- the ones lupa adds.
+local PACK_ARGS = 256
 local R = {}
-R.call = function(...) return finish(true, host_call(script_resp, ...)) end
-R.pcall = function(...) return finish(false, host_call(script_resp, ...)) end
+R.call = function(...)
+  local n = select('#', ...)
+  if n > PACK_ARGS then return finish(true, host_call_packed(script_resp, n, {...})) end
+  return finish(true, host_call(script_resp, ...))
+end
+R.pcall = function(...)
+  local n = select('#', ...)
+  if n > PACK_ARGS then return finish(false, host_call_packed(script_resp, n, {...})) end
+  return finish(false, host_call(script_resp, ...))
+end
 R.sha1hex = function(...)
   if select('#', ...) ~= 1 then raise('wrong number of arguments') end
   local s = ...
@@ -527,7 +551,9 @@ R.set_repl = function(...)
   end
 end
 R.acl_check_cmd = function(...)
-  local ok, v = host_acl(...)
+  local n = select('#', ...)
+  local ok, v
+  if n > PACK_ARGS then ok, v = host_acl_packed(n, {...}) else ok, v = host_acl(...) end
   if not ok then raise(v) end
   return v
 end
@@ -545,7 +571,10 @@ local function error_handler(err)
     level = level + 1
     info = getinfo(level, 'Sl')
   end
-  if type(err) ~= 'table' then err = {err = 'ERR ' .. tostring(err)} end
+  if type(err) ~= 'table' then
+    local position = info and (info.short_src .. ':' .. info.currentline .. ': ') or ''
+    err = {err = 'ERR ' .. tostring(scrub(err, position))}
+  end
   if info then
     err.source = info.source
     err.line = info.currentline
@@ -576,6 +605,14 @@ local function count_hook()
     sethook(line_hook, 'l')
     if in_script(3) then raise_kill() end
   end
+end
+-- the host stops the script from redis.call (a run that must start again elsewhere, or
+-- a server going away): from here on as killed, pcall in the script cannot swallow it
+stop_now = function(msg)
+  kill_msg = msg
+  killed_mode = true
+  sethook(line_hook, 'l')
+  raise_kill()
 end
 
 -- A Lua hook belongs to one thread: every coroutine a script makes gets the count hook
@@ -657,7 +694,16 @@ local NULL_CODE, BOOL_CODE = 1, 3
 -- a code: 1 null, 2 boolean (then the value), 4 error (message), 5 status, 6 double
 -- (value, negative zero), 7 big number, 8 verbatim (format, string), 9 map, 10 set,
 -- 11 array (then the count and the elements).
-local function encode(v, out, n)
+-- `used` counts the Lua stack slots Valkey's conversion (luaReplyToServerReply) would hold
+-- for this value: it answers an error in place of a value nested past its C stack limit
+-- (LUAI_MAXCSTACK, 8000, with room for 4 more), so a recursive table ends there too.
+local STACK_LIMIT_ERROR = 'ERR reached lua stack limit'
+local MAX_USED_SLOTS = 8000 - 4
+local function encode(v, out, n, used)
+  if used > MAX_USED_SLOTS then
+    out[n + 1] = false; out[n + 2] = 4; out[n + 3] = STACK_LIMIT_ERROR; out[n + 4] = false
+    return n + 4
+  end
   local t = type(v)
   if t == 'string' or t == 'number' then
     n = n + 1; out[n] = v; return n
@@ -695,12 +741,13 @@ local function encode(v, out, n)
   end
   x = rawget(r, 'map')
   if type(x) == 'table' then
-    out[n + 1] = false; out[n + 2] = 9
+    out[n + 1] = false; out[n + 2] = 9; out[n + 3] = 0  -- no holes: `out` stays a sequence
     local at, count = n + 3, 0
     n = at
     for k, val in next, real_of[x] or x do
-      n = encode(k, out, n)
-      n = encode(val, out, n)
+      -- Valkey's stack: the table, the map, the key, the value, a copy of the key
+      n = encode(k, out, n, used + 4)
+      n = encode(val, out, n, used + 3)
       count = count + 1
     end
     out[at] = count
@@ -708,23 +755,23 @@ local function encode(v, out, n)
   end
   x = rawget(r, 'set')
   if type(x) == 'table' then
-    out[n + 1] = false; out[n + 2] = 10
+    out[n + 1] = false; out[n + 2] = 10; out[n + 3] = 0
     local at, count = n + 3, 0
     n = at
     for k in next, real_of[x] or x do
-      n = encode(k, out, n)
+      n = encode(k, out, n, used + 3)  -- the table, the set, the key, a copy of the key
       count = count + 1
     end
     out[at] = count
     return n
   end
-  out[n + 1] = false; out[n + 2] = 11
+  out[n + 1] = false; out[n + 2] = 11; out[n + 3] = 0
   local at, j = n + 3, 1
   n = at
   while true do
     local e = rawget(r, j)
     if e == nil then break end
-    n = encode(e, out, n)
+    n = encode(e, out, n, used + 1)
     j = j + 1
   end
   out[at] = j - 1
@@ -783,7 +830,7 @@ local function execute(fn, as_function, nkeys, values, n)
     return 0, script_resp, res
   end
   local out = {}
-  local count = encode(res, out, 0)
+  local count = encode(res, out, 0, 2)  -- Valkey's stack holds 2 slots below the result
   if count > max_values then return 4, script_resp, out end
   return 1, script_resp, unpack(out, 1, count)
 end
@@ -849,6 +896,10 @@ class SandboxHost(Protocol):
     def call(self, resp: int, *args: Any) -> tuple: ...
 
     def acl_check(self, *args: Any) -> tuple: ...
+
+    def call_packed(self, resp: int, count: int, args: Any) -> tuple: ...
+
+    def acl_check_packed(self, count: int, args: Any) -> tuple: ...
 
     def log(self, level: int, message: bytes) -> None: ...
 
@@ -1007,7 +1058,7 @@ class LuaSandbox:
             host.random, host.randomseed, _untail_host, kind.encode(),
             redis_version.encode(), _version_num(redis_version),
             valkey_version.encode(), _version_num(valkey_version),
-            HOOK_COUNT, MAX_MULTIPLE_VALUES,
+            HOOK_COUNT, MAX_MULTIPLE_VALUES, host.call_packed, host.acl_check_packed,
             name=INTERNAL_CHUNK,
         )
         self.globals = api[b"G"]  # the real globals table, writable until the lock

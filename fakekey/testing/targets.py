@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlparse
 
+from fakekey.cli import parse_argv
 from fakekey.server import Server
 from fakekey.testing.raw import RawClient
 
@@ -71,13 +72,21 @@ class Target:
                 client.call("FAKEKEY.CLOCK", "REAL")
 
 
+def server_flags(directory: str) -> list[str]:
+    """The flags both targets start with (after --port), so CONFIG GET shows the same."""
+    return [
+        "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory,
+        "--enable-debug-command", "yes", "--loglevel", "warning",
+    ]
+
+
 class FakekeyTarget(Target):
     name = "fakekey"
     is_fakekey = True
 
     def __init__(self) -> None:
-        # the same as the valkey target's --enable-debug-command yes (both default to no)
-        self.server = Server(enable_debug_command="yes")
+        self.dir = tempfile.mkdtemp(prefix="fakekey-target-")
+        self.server = Server(config=parse_argv(server_flags(self.dir)))
 
     def start(self) -> None:
         self.server.start()
@@ -85,6 +94,7 @@ class FakekeyTarget(Target):
 
     def stop(self) -> None:
         self.server.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 class ValkeyTarget(Target):
@@ -100,11 +110,7 @@ class ValkeyTarget(Target):
     def start(self) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [
-                self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--dir", self.dir,
-                "--enable-debug-command", "yes", "--loglevel", "warning",
-            ],
+            [self.binary, "--port", str(self.port), *server_flags(self.dir)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -22,7 +22,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Any
 
-from fakekey.commands.args import try_int
+from fakekey.numbers import try_int
 
 INTSET = "intset"
 LISTPACK = "listpack"

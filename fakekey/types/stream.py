@@ -29,7 +29,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 
-from fakekey.commands.args import try_int
+from fakekey.numbers import try_int
 
 StreamID = tuple[int, int]
 Pairs = tuple[bytes, ...]  # field, value, field, value, ...

@@ -1,0 +1,136 @@
+"""maxclients against the file-descriptor limit, as Valkey: a server started under a low
+`ulimit -n` lowers maxclients to the limit less 32 (logging Valkey's lines), the client
+past it gets `max number of clients reached`, and CONFIG SET maxclients beyond the limit
+is refused. Each server runs in a subprocess with its own RLIMIT_NOFILE."""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from fakekey.testing.raw import RawClient
+from fakekey.testing.targets import find_valkey_binary, free_port
+
+REDUCED = [
+    "You requested maxclients of 10000 requiring at least 10032 max file descriptors.",
+    "Server can't set maximum open files to 10032 because of OS error: Operation not permitted.",
+    "Current maximum open files is 64. maxclients has been reduced to 32 to compensate for low ulimit. "
+    "If you need higher maxclients increase 'ulimit -n'.",
+]
+LOG_LINE = re.compile(r"\d+:M \d\d \w{3} \d{4} \d\d:\d\d:\d\d\.\d{3} # (.*)")
+
+
+def _limit_descriptors(count: int):
+    def preexec() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+    return preexec
+
+
+def _cannot_raise_hard_limit() -> bool:
+    """The reduction only happens where the hard limit cannot be raised (no CAP_SYS_RESOURCE)."""
+    probe = subprocess.run(
+        [sys.executable, "-c",
+         "import resource as r; r.setrlimit(r.RLIMIT_NOFILE, (64, 64)); r.setrlimit(r.RLIMIT_NOFILE, (128, 128))"],
+        capture_output=True)
+    return probe.returncode != 0
+
+
+needs_unprivileged = pytest.mark.skipif(not _cannot_raise_hard_limit(),
+                                        reason="this process may raise its descriptor hard limit")
+
+
+def fakekey_command(port: int) -> list[str]:
+    return [sys.executable, "-m", "fakekey", "--port", str(port)]
+
+
+def valkey_command(port: int) -> list[str]:
+    binary = find_valkey_binary()
+    if binary is None:
+        pytest.skip("no valkey-server binary")
+    return [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", "/tmp"]
+
+
+@contextmanager
+def server_under_limit(command: list[str], port: int, descriptors: int) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=_limit_descriptors(descriptors), env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            try:
+                with RawClient("127.0.0.1", port, timeout=2) as client:
+                    if client.call("PING") == ("+", b"PONG"):
+                        break
+            except OSError:
+                time.sleep(0.05)
+        else:
+            raise AssertionError("the server did not start")
+        yield proc
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def warnings_logged(proc: subprocess.Popen[str]) -> list[str]:
+    assert proc.stdout is not None
+    return [m.group(1) for line in proc.stdout.read().splitlines() if (m := LOG_LINE.match(line))]
+
+
+def max_clients_of(port: int) -> bytes:
+    with RawClient("127.0.0.1", port) as client:
+        return client.call("CONFIG", "GET", "maxclients")[1][1][1]
+
+
+def assert_client_past_maxclients_refused(port: int, maxclients: int) -> None:
+    """maxclients connections answer PING; the next gets Valkey's error and is closed."""
+    clients = [RawClient("127.0.0.1", port) for _ in range(maxclients)]
+    try:
+        for client in clients:
+            assert client.call("PING") == ("+", b"PONG")
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as extra:
+            received = b""
+            while chunk := extra.recv(100):
+                received += chunk
+            assert received == b"-ERR max number of clients reached\r\n"
+    finally:
+        for client in clients:
+            client.close()
+
+
+@needs_unprivileged
+@pytest.mark.parametrize("command", [fakekey_command, valkey_command], ids=["fakekey", "valkey"])
+def test_low_descriptor_limit_lowers_maxclients(command):
+    port = free_port()
+    with server_under_limit(command(port), port, 64) as proc:
+        assert max_clients_of(port) == b"32"
+        assert_client_past_maxclients_refused(port, 32)
+        with RawClient("127.0.0.1", port) as client:
+            assert client.call("CONFIG", "SET", "maxclients", "100") == ("-", (
+                b"ERR CONFIG SET failed (possibly related to argument 'maxclients') - The operating "
+                b"system is not able to handle the specified number of clients, try with 32"))
+            assert client.call("CONFIG", "GET", "maxclients") == ("*", [("$", b"maxclients"), ("$", b"32")])
+            assert client.call("CONFIG", "SET", "maxclients", "5") == ("+", b"OK")
+        assert_client_past_maxclients_refused(port, 5)
+        proc.terminate()
+        logged = warnings_logged(proc)
+    assert REDUCED[0] in logged
+    start = logged.index(REDUCED[0])
+    assert logged[start:start + 3] == REDUCED
+
+
+@needs_unprivileged
+def test_too_low_a_limit_refuses_to_start():
+    proc = subprocess.run(fakekey_command(free_port()), capture_output=True, text=True,
+                          preexec_fn=_limit_descriptors(30), timeout=30)
+    assert proc.returncode == 1
+    assert ("Your current 'ulimit -n' of 30 is not enough for the server to start. Please increase "
+            "your open file limit to at least 10032. Exiting.") in proc.stdout
