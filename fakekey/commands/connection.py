@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from fakekey.acl import set_default_user
 from fakekey.client import Client
 from fakekey.commands.args import parse_db_index, parse_int
 from fakekey.commands.registry import command
 from fakekey.resp.replies import OK, PONG, ReplyError, Simple
 
 G = "connection"
-WRONGPASS = ReplyError("WRONGPASS invalid username-password pair or user is disabled.")
 
 
 @command("ping", -1, "fast sentinel", acl="connection", group=G, since="1.0.0",
@@ -60,24 +60,13 @@ def reset(c: Client, argv: list[bytes]) -> Any:
     c.reply_mode = "on"
     c.no_evict = False
     c.no_touch = False
-    c.user = "default"
-    c.authenticated = not state.config["requirepass"]
-    c.parser.authenticated = c.authenticated
+    set_default_user(c)
     return Simple(b"RESET")
 
 
-def check_password(c: Client, user: bytes, password: bytes) -> None:
-    """Authenticate `c` as `user` or raise WRONGPASS (the ACL layer may replace this)."""
-    checker = getattr(c.state, "acl", None)
-    if checker is not None:
-        checker.authenticate(c, user, password)
-        return
-    required = c.state.config["requirepass"]
-    if user != b"default" or (required and password != required.encode()):
-        raise WRONGPASS
-    c.user = "default"
-    c.authenticated = True
-    c.parser.authenticated = True
+def check_password(c: Client, user: bytes, password: bytes, verb: bytes = b"AUTH") -> None:
+    """Authenticate `c` as `user` or raise WRONGPASS (the failure goes to the ACL log)."""
+    c.state.users.authenticate(c, user, password, verb)
 
 
 @command("auth", -2, "noscript loading stale fast no_auth allow_busy", acl="connection",
@@ -87,14 +76,14 @@ def auth(c: Client, argv: list[bytes]) -> Any:
     if len(argv) > 3:
         raise ReplyError("ERR syntax error")
     if len(argv) == 2:
-        if not c.state.config["requirepass"] and getattr(c.state, "acl", None) is None:
+        if c.state.users.default.nopass:
             raise ReplyError(
                 "ERR AUTH <password> called without any password configured for the default "
                 "user. Are you sure your configuration is correct?"
             )
-        check_password(c, b"default", argv[1])
+        check_password(c, b"default", argv[1], argv[0])
     else:
-        check_password(c, argv[1], argv[2])
+        check_password(c, argv[1], argv[2], argv[0])
     return OK
 
 
@@ -138,8 +127,8 @@ def hello(c: Client, argv: list[bytes]) -> Any:
         else:
             raise ReplyError(f"ERR Syntax error in HELLO option '{argv[i].decode('utf-8', 'replace')}'")
     if user is not None and password is not None:
-        check_password(c, user, password)
-    if not c.authenticated:
+        check_password(c, user, password, argv[0])
+    if not c.authenticated and c.state.users.auth_required():
         raise ReplyError("NOAUTH HELLO must be called with the client already authenticated, "
                          "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
                          "authenticate the client and select the RESP protocol version at the same time")
