@@ -8,7 +8,7 @@ from typing import Any
 
 from fakekey.client import Client
 from fakekey.commands.args import SYNTAX
-from fakekey.commands.registry import REGISTRY, Command, KeySpec, command, find_keys
+from fakekey.commands.registry import Command, KeySpec, Registry, command, find_keys
 from fakekey.commands.server_cmds import help_lines
 from fakekey.config import glob_nocase
 from fakekey.resp.replies import ReplyError, SetReply, Simple
@@ -52,19 +52,19 @@ COMMAND_HELP = [
 ]
 
 
-def every_command() -> Iterator[Command]:
+def every_command(registry: Registry) -> Iterator[Command]:
     """Each command, followed by its subcommands."""
-    for cmd in REGISTRY.all():
+    for cmd in registry.all():
         yield cmd
         yield from cmd.subcommands.values()
 
 
-def find_by_name(name: bytes) -> Command | None:
+def find_by_name(registry: Registry, name: bytes) -> Command | None:
     """A command by `name` or `parent|sub`, as COMMAND INFO/DOCS take it."""
     parts = name.lower().split(b"|")
     if len(parts) > 2:
         return None
-    cmd = REGISTRY.lookup(parts[0])
+    cmd = registry.lookup(parts[0])
     if cmd is not None and len(parts) == 2:
         return cmd.subcommands.get(parts[1])
     return cmd
@@ -131,13 +131,13 @@ def command_info(cmd: Command) -> list[Any]:
          complexity="O(N) where N is the total number of commands",
          summary="Describes every command the server knows.")
 def command_(c: Client, argv: list[bytes]) -> Any:
-    return [command_info(cmd) for cmd in REGISTRY.all()]
+    return [command_info(cmd) for cmd in c.state.registry.all()]
 
 
 @command("command|count", 2, INTROSPECT, acl="connection", since="2.8.13",
          summary="Counts the commands the server knows.")
 def command_count(c: Client, argv: list[bytes]) -> Any:
-    return len(REGISTRY.commands)
+    return len(c.state.registry.commands)
 
 
 @command("command|info", -2, INTROSPECT, acl="connection", since="2.8.13",
@@ -147,21 +147,25 @@ def command_count(c: Client, argv: list[bytes]) -> Any:
 def command_info_(c: Client, argv: list[bytes]) -> Any:
     if len(argv) == 2:
         return command_(c, argv)
-    return [None if (cmd := find_by_name(name)) is None else command_info(cmd) for name in argv[2:]]
+    registry = c.state.registry
+    return [None if (cmd := find_by_name(registry, name)) is None else command_info(cmd)
+            for name in argv[2:]]
 
 
 # --- COMMAND DOCS -------------------------------------------------------------------------
 
 
 def command_docs(cmd: Command) -> dict[bytes, Any]:
-    """summary, since, group, complexity, then doc_flags and subcommands when there are.
-    fakekey declares no argument specs, so `arguments` is left out."""
+    """summary, since, group, complexity, then the module, doc_flags and subcommands when
+    there are. fakekey declares no argument specs, so `arguments` is left out."""
     out: dict[bytes, Any] = {
         b"summary": cmd.summary.encode(),
         b"since": cmd.since.encode(),
         b"group": cmd.group.encode(),
         b"complexity": cmd.complexity.encode(),
     }
+    if cmd.module:
+        out[b"module"] = cmd.module.encode()
     if cmd.doc_flags:
         out[b"doc_flags"] = SetReply(Simple(f.encode()) for f in cmd.doc_flags)
     if cmd.subcommands:
@@ -174,9 +178,10 @@ def command_docs(cmd: Command) -> dict[bytes, Any]:
          complexity="O(N) where N is the number of commands to look up",
          summary="Documents the named commands (unknown names are left out), or all of them.")
 def command_docs_(c: Client, argv: list[bytes]) -> Any:
+    registry = c.state.registry
     if len(argv) == 2:
-        return {cmd.name.encode(): command_docs(cmd) for cmd in REGISTRY.all()}
-    found = ((name, find_by_name(name)) for name in argv[2:])
+        return {cmd.name.encode(): command_docs(cmd) for cmd in registry.all()}
+    found = ((name, find_by_name(registry, name)) for name in argv[2:])
     return {cmd.name.encode(): command_docs(cmd) for _name, cmd in found if cmd is not None}
 
 
@@ -191,7 +196,7 @@ def list_filter(argv: list[bytes]) -> Any:
         raise SYNTAX
     kind, value = argv[3].upper(), argv[4].decode("utf-8", "replace")
     if kind == b"MODULE":
-        return lambda cmd: False  # no command of fakekey comes from a module
+        return lambda cmd: cmd.module == value
     if kind == b"ACLCAT":
         return lambda cmd: value.lower() in cmd.categories
     if kind == b"PATTERN":
@@ -205,15 +210,15 @@ def list_filter(argv: list[bytes]) -> Any:
          summary="Names every command, or those of a module, an ACL category or a pattern.")
 def command_list(c: Client, argv: list[bytes]) -> Any:
     keep = list_filter(argv)
-    return [cmd.name.encode() for cmd in every_command() if keep(cmd)]
+    return [cmd.name.encode() for cmd in every_command(c.state.registry) if keep(cmd)]
 
 
 # --- COMMAND GETKEYS / GETKEYSANDFLAGS ----------------------------------------------------
 
 
-def command_for_args(args: list[bytes]) -> Command:
+def command_for_args(registry: Registry, args: list[bytes]) -> Command:
     """The command a full command line runs (its subcommand when it has one)."""
-    cmd = REGISTRY.lookup(args[0])
+    cmd = registry.lookup(args[0])
     if cmd is not None and cmd.subcommands and len(args) > 1:
         cmd = cmd.subcommands.get(args[1].lower())
     if cmd is None:
@@ -250,9 +255,9 @@ def keys_with_flags(cmd: Command, args: list[bytes]) -> list[tuple[int, tuple[st
     return keys_by_specs(cmd, args) or []
 
 
-def getkeys(argv: list[bytes]) -> list[tuple[bytes, tuple[str, ...]]]:
+def getkeys(registry: Registry, argv: list[bytes]) -> list[tuple[bytes, tuple[str, ...]]]:
     args = argv[2:]
-    cmd = command_for_args(args)
+    cmd = command_for_args(registry, args)
     if not has_keys(cmd):
         raise ReplyError("ERR The command has no key arguments")
     if (cmd.arity > 0 and len(args) != cmd.arity) or len(args) < -cmd.arity:
@@ -267,7 +272,7 @@ def getkeys(argv: list[bytes]) -> list[tuple[bytes, tuple[str, ...]]]:
          complexity="O(N) where N is the number of arguments to the command",
          summary="Extracts the key names from a full command line.")
 def command_getkeys(c: Client, argv: list[bytes]) -> Any:
-    return [key for key, _flags in getkeys(argv)]
+    return [key for key, _flags in getkeys(c.state.registry, argv)]
 
 
 @command("command|getkeysandflags", -3, INTROSPECT, acl="connection", since="7.0.0",
@@ -276,7 +281,7 @@ def command_getkeys(c: Client, argv: list[bytes]) -> Any:
 def command_getkeysandflags(c: Client, argv: list[bytes]) -> Any:
     return [
         [key, SetReply(Simple(f.encode()) for f in ordered(flags, KEY_FLAG_ORDER[:-1]))]
-        for key, flags in getkeys(argv)
+        for key, flags in getkeys(c.state.registry, argv)
     ]
 
 

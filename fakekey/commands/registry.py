@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fakekey.commands.args import try_int
+from fakekey.numbers import try_int
 
 Handler = Callable[..., Any]
 
@@ -70,6 +70,7 @@ class Command:
     doc_flags: tuple[str, ...] = ()
     get_keys: Callable[[list[bytes]], list[int]] | None = None
     tips: tuple[str, ...] = ()  # COMMAND INFO's tips (request_policy:..., nondeterministic_output)
+    module: str = ""  # the emulated module that declares it ("trafikey"); "" for built-ins
     subcommands: dict[bytes, Command] = field(default_factory=dict)
     parent: Command | None = None
     calls: int = 0
@@ -208,6 +209,13 @@ class Registry:
     def all(self) -> Iterable[Command]:
         return self.commands.values()
 
+    def without_module(self, module: str) -> Registry:
+        """A registry of the same commands less those `module` declares (a server started
+        with that module turned off). The commands are shared, not copied."""
+        view = Registry()
+        view.commands = {name: cmd for name, cmd in self.commands.items() if cmd.module != module}
+        return view
+
 
 REGISTRY = Registry()
 
@@ -226,8 +234,10 @@ def command(
     doc_flags: str = "",
     get_keys: Callable[[list[bytes]], list[int]] | None = None,
     tips: str = "",
+    module: str = "",
 ) -> Callable[[Handler], Handler]:
-    """Declare a command next to its handler. `name` may be "parent|sub"."""
+    """Declare a command next to its handler. `name` may be "parent|sub". A module's
+    command carries Valkey's `module` flag and belongs to the group `module`."""
 
     if isinstance(keys, KeySpec):
         keys = (keys,)
@@ -237,7 +247,7 @@ def command(
             Command(
                 name=name.lower(),
                 arity=arity,
-                flags=frozenset(flags.split()),
+                flags=frozenset(flags.split() + (["module"] if module else [])),
                 handler=fn,
                 keys=tuple(keys or ()),
                 acl=tuple(acl.split()),
@@ -248,6 +258,7 @@ def command(
                 doc_flags=tuple(doc_flags.split()),
                 get_keys=get_keys,
                 tips=tuple(tips.split()),
+                module=module,
             )
         )
         return fn

@@ -1,0 +1,112 @@
+"""EMQ.STALLED.CHECK: the counted sweep of expired leases (spec emq.md section 3).
+
+The expired members are read with one range read, every row is read and checked (an
+expired lane row refuses the whole call, an inconsistent row answers EMQHOST), and only
+then is anything written, member by member in deadline order, as the twin script
+@sweep_stalled does. A row whose holder announced a restart (`restart` present) goes back
+to pending without a stall counted; any other counts a stall and goes back to pending, or
+dead past `max_stalls`. `attempts` is never changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fakekey.commands.emq import host
+from fakekey.commands.emq.layout import NON_NEGATIVE, POSITIVE, PREFIX, Arg, Call, verb
+from fakekey.resp.replies import ReplyError
+
+RECOVERED, DEAD, EXEMPT = "recovered", "dead", "exempt"
+
+
+@dataclass(frozen=True)
+class Expired:
+    """One expired lease's row, as read before anything is written."""
+
+    priority: int
+    outcome: str  # RECOVERED, DEAD or EXEMPT
+
+
+def lane_expired(job_id: bytes) -> ReplyError:
+    return ReplyError(f"EMQLANE expired lane row {job_id.decode('utf-8', 'replace')} "
+                      "needs the lane recovery")
+
+
+def read_expired(call: Call, due: list[bytes], max_stalls: int) -> list[Expired | None]:
+    """What happens to each expired member (None: it has no row). Every row is checked for
+    access before it is read (the sweep writes each row it finds)."""
+    out: list[Expired | None] = []
+    for job_id in due:
+        row_key = call.key(job_id)
+        call.may_write(row_key)
+        row = host.read_hash(call, row_key)
+        if row is None:
+            out.append(None)
+            continue
+        if host.is_lane_row(row):
+            raise lane_expired(job_id)
+        priority = host.int_field(row, b"priority")
+        stalls = host.int_field(row, b"stalls") + 1
+        if b"restart" in row:
+            outcome = EXEMPT
+        else:
+            outcome = DEAD if stalls > max_stalls else RECOVERED
+        out.append(Expired(priority, outcome))
+    return out
+
+
+def check_targets(call: Call, rows: list[Expired | None]) -> None:
+    """The sets and counter the writes will touch hold the right types (before any write)."""
+    outcomes = {row.outcome for row in rows if row is not None}
+    if outcomes - {DEAD}:
+        host.read_zset(call, call.keys[1])
+    if DEAD in outcomes:
+        host.read_zset(call, call.keys[2])
+
+
+def settle_expired(call: Call, job_id: bytes, row: Expired) -> None:
+    """One expired lease's writes, in the twin script's order."""
+    pending_key, dead_key = call.keys[1], call.keys[2]
+    row_key = call.key(job_id)
+    if row.outcome == EXEMPT:
+        host.hdel(call, row_key, b"restart", b"fence")
+        host.hset(call, row_key, b"state", b"pending")
+        host.zadd(call, pending_key, job_id, row.priority)
+        return
+    host.hincrby(call, row_key, b"stalls", 1)
+    if row.outcome == DEAD:
+        host.hset(call, row_key, b"state", b"dead", b"error", b"stalled")
+        host.hdel(call, row_key, b"fence")
+        host.zadd(call, dead_key, job_id, call.now)
+        host.hincrby(call, call.key(b"meta"), b"dead", 1)
+    else:
+        host.hset(call, row_key, b"state", b"pending")
+        host.hdel(call, row_key, b"fence")
+        host.zadd(call, pending_key, job_id, row.priority)
+
+
+def write_meta(call: Call) -> None:
+    """Access: the sweep reads meta's dead counter and bumps it for each death."""
+    call.may_write(call.key(b"meta"))
+
+
+@verb("stalled.check", ("active", "pending", "dead", PREFIX),
+      (Arg("limit", POSITIVE), Arg("max_stalls", NON_NEGATIVE)), access=write_meta,
+      summary="Counted stall sweep: recover or dead-letter expired leases; restart expiries "
+      "exempt (emq6.8 G15, @sweep_stalled)",
+      complexity="O(M log N) for M expired leases")
+def stalled_check(call: Call) -> Any:
+    active_key = call.keys[0]
+    limit, max_stalls = call.args
+    due = host.due_members(host.read_zset(call, active_key), call.now, limit)
+    rows = read_expired(call, due, max_stalls)
+    host.int_field(host.read_hash(call, call.key(b"meta")), b"dead")
+    check_targets(call, rows)
+    counts = {RECOVERED: 0, DEAD: 0, EXEMPT: 0}
+    for job_id, row in zip(due, rows, strict=True):
+        host.zrem(call, active_key, job_id)
+        if row is not None:
+            settle_expired(call, job_id, row)
+            counts[row.outcome] += 1
+    return [counts[RECOVERED], counts[DEAD], counts[EXEMPT]]
