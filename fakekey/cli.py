@@ -1,88 +1,369 @@
 """fakekey-server: valkey-server's command line and config file form.
 
-    fakekey-server [config-file] [--port 6379] [--bind 127.0.0.1] [--requirepass pw] ...
+    fakekey-server [config-file] [--port 6379] [--bind 127.0.0.1] [--requirepass pw] ... [-]
+    echo "maxmemory 1mb" | fakekey-server -          settings from stdin too
+    fakekey-server --port 0 [--port-file PATH]      a free port, announced when listening
+    fakekey-server --daemonize yes [--pidfile PATH] [--logfile PATH]
+    fakekey-server -v | --version
+    fakekey-server -h | --help
 
-Every `--name value` is a setting (as in a config file line `name value`).
+Every `--name value` is a setting (as in a config file line `name value`). Once listening,
+one line goes to stdout for harnesses to read:
+
+    fakekey ready port=PORT pid=PID url=redis://HOST:PORT
+
+SIGTERM, SIGINT and SHUTDOWN stop the server cleanly (exit status 0).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import os
+import select
 import shlex
+import signal
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
 
-from fakekey import __version__
-from fakekey.config import ConfigError
+from fakekey import VALKEY_VERSION, __version__
+from fakekey.config import Config, ConfigError
+from fakekey.limits import TooFewDescriptors
 from fakekey.server import Server, new_event_loop
 
+log = logging.getLogger("fakekey.server")
 
-def read_config_file(path: str) -> list[tuple[str, str]]:
-    """Directives of a valkey.conf-style file: `name value...` per line, # comments."""
-    pairs: list[tuple[str, str]] = []
+
+Directive = tuple[str, list[str]]  # a setting's name and its words
+
+DEFAULT_PIDFILE = "/var/run/valkey.pid"  # what valkey-server writes when daemonized without one
+DAEMON_START_TIMEOUT = 60.0  # seconds the launching process waits for the daemon's ready line
+LOG_LEVELS = {"debug": logging.DEBUG, "verbose": logging.DEBUG, "notice": logging.INFO,
+              "warning": logging.WARNING, "nothing": logging.CRITICAL + 1}
+
+
+def version_line() -> str:
+    """valkey-server's `--version` line with fakekey's facts (those INFO reports too),
+    fakekey's own version as one more `key=value` at the end."""
+    bits = 64 if sys.maxsize > 2**32 else 32
+    return (f"Valkey server v={VALKEY_VERSION} sha=00000000:0 malloc=python bits={bits} build=0 "
+            f"fakekey={__version__}")
+
+
+def config_lines(lines: Iterable[str]) -> list[Directive]:
+    """Directives of valkey.conf-style text: `name value...` per line, # comments."""
+    directives: list[Directive] = []
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        words = shlex.split(line)
+        directives.append((words[0].lower(), words[1:]))
+    return directives
+
+
+def read_config_file(path: str) -> list[Directive]:
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            words = shlex.split(line)
-            pairs.append((words[0].lower(), " ".join(words[1:])))
-    return pairs
+        return config_lines(fh)
 
 
-def parse_argv(argv: Sequence[str]) -> list[tuple[str, str]]:
-    """[config-file] then --name value [value...] pairs, as valkey-server takes them."""
-    pairs: list[tuple[str, str]] = []
+def parse_argv(argv: Sequence[str], stdin: TextIO | None = None) -> list[Directive]:
+    """[config-file] [-] then --name value [value...] directives, as valkey-server takes
+    them: the file, then the config text on stdin (`-` first or last), then the flags."""
+    directives: list[Directive] = []
     args = list(argv)
+    from_stdin = bool(args) and "-" in (args[0], args[-1])
+    if from_stdin:
+        args.pop(0 if args[0] == "-" else -1)
     if args and not args[0].startswith("--"):
-        pairs.extend(read_config_file(args.pop(0)))
-    name: str | None = None
-    values: list[str] = []
-    for arg in args + ["--"]:
+        directives.extend(read_config_file(args.pop(0)))
+    if from_stdin:
+        directives.extend(config_lines(stdin or sys.stdin))
+    from_file = len(directives)
+    for arg in args:
         if arg.startswith("--"):
-            if name is not None:
-                pairs.append((name, " ".join(values)))
-            name, values = (arg[2:].lower() or None), []
-        elif name is None:
+            directives.append((arg[2:].lower(), []))
+        elif len(directives) == from_file:
             raise ConfigError(f"Invalid argument '{arg}'")
         else:
-            values.append(arg)
-    return pairs
+            directives[-1][1].append(arg)
+    return directives
+
+
+@dataclass
+class Launch:
+    """What the command line asks of the process around the server (not server settings)."""
+
+    port_file: str | None = None
+    pidfile: str | None = None
+    ready_fd: int | None = None  # the daemon's line back to the process that launched it
+    written: list[str] = field(default_factory=list)  # files to remove at a clean exit
+
+
+def take_launch_directives(directives: list[Directive]) -> tuple[list[Directive], Launch]:
+    """Split off fakekey's own launch directives (`port-file PATH`): they are no settings
+    of Valkey's, so CONFIG never sees them."""
+    launch = Launch()
+    settings: list[Directive] = []
+    for name, words in directives:
+        if name == "port-file":
+            if len(words) != 1 or not words[0]:
+                raise ConfigError("wrong number of arguments")
+            launch.port_file = words[0]
+        else:
+            settings.append((name, words))
+    return settings, launch
+
+
+class ValkeyLogFormat(logging.Formatter):
+    """`pid:M 02 Dec 2026 06:39:11.195 # text`: # warning, * notice, - verbose, . debug."""
+
+    MARKS = {logging.DEBUG: ".", logging.INFO: "*", logging.WARNING: "#"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        stamp = time.strftime("%d %b %Y %H:%M:%S", time.localtime(record.created))
+        mark = self.MARKS.get(record.levelno, "#")
+        return f"{os.getpid()}:M {stamp}.{int(record.msecs):03d} {mark} {record.getMessage()}"
+
+
+class StdoutLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Log lines to stdout; a reader that went away (a harness that read the ready line
+    and closed its pipe) silences the log instead of filling stderr with tracebacks."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 - logging's name
+        if isinstance(sys.exc_info()[1], BrokenPipeError):
+            self.setStream(open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115 - kept open
+            return
+        super().handleError(record)
+
+
+def log_like_valkey(logfile: str = "", loglevel: str = "notice") -> None:
+    """The server's log lines in valkey-server's format: to `logfile` (appended) when one
+    is set, else to stdout; at `loglevel`."""
+    handler: logging.Handler = (logging.FileHandler(logfile, mode="a", encoding="utf-8") if logfile
+                                else StdoutLogHandler(sys.stdout))
+    handler.setFormatter(ValkeyLogFormat())
+    logger = logging.getLogger("fakekey")
+    logger.addHandler(handler)
+    logger.setLevel(LOG_LEVELS.get(loglevel, logging.INFO))
+
+
+def fatal_config_error(name: str, words: list[str], err: ConfigError) -> str:
+    """Valkey's report of a directive it cannot take."""
+    quoted = " ".join(f'"{word}"' for word in words)
+    return (f"\n*** FATAL CONFIG FILE ERROR (Version {VALKEY_VERSION}) ***\n"
+            f">>> '{name} {quoted}'\n{err}")
+
+
+def build_server(directives: list[Directive]) -> Server:
+    """The server the directives describe (the last port directive wins)."""
+    port = 6379
+    settings: list[tuple[str, list[str]]] = []
+    for name, words in directives:
+        if name == "port" and len(words) == 1 and words[0].isdigit():
+            port = int(words[0])
+        else:
+            settings.append((name, words))
+    return Server(port=port, config=settings)
+
+
+# --- daemonize ------------------------------------------------------------------------------
+
+
+def daemonize(logfile: str) -> int:
+    """Detach as valkey-server does, with a double fork (the daemon can never regain a
+    terminal). Returns, in the daemon, the write end of a pipe on which it sends its
+    ready line; the launching process waits for that line, prints it and exits 0 (1 if
+    the daemon dies first), so whoever ran it knows the server is listening."""
+    read_fd, write_fd = os.pipe()
+    launcher_child = os.fork()
+    if launcher_child:
+        os.close(write_fd)
+        os.waitpid(launcher_child, 0)  # the intermediate process exits at once
+        sys.exit(relay_daemon_ready(read_fd, logfile))
+    os.close(read_fd)
+    os.setsid()
+    if os.fork():
+        os._exit(0)
+    detach_stdio(logfile)
+    return write_fd
+
+
+def detach_stdio(logfile: str) -> None:
+    """stdin from /dev/null; stdout and stderr to the logfile (or /dev/null, as Valkey)."""
+    null = os.open(os.devnull, os.O_RDWR)
+    out = os.open(logfile, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644) if logfile else null
+    for fd, target in ((0, null), (1, out), (2, out)):
+        os.dup2(target, fd)
+    for fd in {null, out}:
+        os.close(fd)
+
+
+def relay_daemon_ready(read_fd: int, logfile: str) -> int:
+    """In the launching process: the daemon's ready line to stdout, and the exit status."""
+    received = b""
+    deadline = time.monotonic() + DAEMON_START_TIMEOUT
+    with os.fdopen(read_fd, "rb", buffering=0) as pipe:
+        while not received.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([pipe], [], [], remaining)[0]:
+                break
+            chunk = pipe.read(4096)
+            if not chunk:
+                break
+            received += chunk
+    if not received.endswith(b"\n"):
+        where = f"see {logfile}" if logfile else "set --logfile to see why"
+        print(f"fakekey-server: the daemon did not start ({where})", file=sys.stderr)
+        return 1
+    sys.stdout.write(received.decode())
+    sys.stdout.flush()
+    return 0
+
+
+# --- files announcing the running server -----------------------------------------------------
+
+
+class PortFileError(Exception):
+    """The port file asked for cannot be written: whoever waits for it would wait forever."""
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write through a temporary file in the same directory and rename it, so a reader
+    sees either no file or the whole text."""
+    temporary = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(temporary, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(temporary, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def write_pidfile(path: str) -> bool:
+    try:
+        write_atomically(path, f"{os.getpid()}\n")
+    except OSError as err:
+        log.warning("Failed to write PID file: %s", err.strerror)
+        return False
+    return True
+
+
+def remove_written(launch: Launch) -> None:
+    """Remove the pidfile and port file this process wrote (never another's)."""
+    for path in launch.written:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def ready_line(server: Server) -> str:
+    return f"fakekey ready port={server.port} pid={os.getpid()} url={server.url}\n"
+
+
+def announce_ready(server: Server, launch: Launch) -> None:
+    """Once listening: the pidfile, the port file, then the ready line (stdout, and the
+    launching process when daemonized)."""
+    if launch.pidfile and write_pidfile(launch.pidfile):
+        launch.written.append(launch.pidfile)
+    if launch.port_file:
+        try:
+            write_atomically(launch.port_file, f"{server.port}\n")
+        except OSError as err:
+            log.warning("Failed to write the port file %s: %s", launch.port_file, err.strerror)
+            raise PortFileError from err
+        launch.written.append(launch.port_file)
+    log.info("Ready to accept connections tcp")
+    line = ready_line(server)
+    if launch.ready_fd is not None:
+        os.write(launch.ready_fd, line.encode())
+        os.close(launch.ready_fd)
+        launch.ready_fd = None
+    else:
+        with contextlib.suppress(BrokenPipeError):
+            sys.stdout.write(line)
+            sys.stdout.flush()
+
+
+def stop_on_signals(server: Server) -> None:
+    """SIGTERM and SIGINT stop the server as SHUTDOWN does."""
+    loop = asyncio.get_running_loop()
+
+    def stop(signame: str) -> None:
+        log.info("Received %s scheduling shutdown...", signame)
+        future = server.state.shutdown_requested
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
+
+
+# --- main -----------------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] in ("-v", "--version"):
-        print(f"fakekey v={__version__} (emulates Valkey 9.1.2)")
+        print(version_line())
         return 0
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0
     try:
-        settings = dict(parse_argv(argv))
-        port = int(settings.pop("port", "6379"))
-        host = settings.pop("bind", "127.0.0.1").split()[0]
-        server = Server(host=host, port=port, config=settings)
-    except (ConfigError, OSError, ValueError) as err:
-        print(f"*** FATAL CONFIG FILE ERROR: {err}", file=sys.stderr)
+        directives, launch = take_launch_directives(parse_argv(argv))
+        for name, words in directives:  # each directive checked alone, for its report
+            try:
+                Config([(name, words)])
+            except ConfigError as err:
+                print(fatal_config_error(name, words, err), file=sys.stderr)
+                return 1
+        server = build_server(directives)
+    except (ConfigError, OSError) as err:
+        print(f"*** FATAL CONFIG FILE ERROR (Version {VALKEY_VERSION}) ***\n{err}", file=sys.stderr)
         return 1
+    config = server.state.config
+    if config["daemonize"]:
+        launch.ready_fd = daemonize(config["logfile"])
+        config.values["pidfile"] = config["pidfile"] or DEFAULT_PIDFILE
+    launch.pidfile = config["pidfile"] or None
+    log_like_valkey(config["logfile"], config["loglevel"])
+    return run(server, launch)
+
+
+def run(server: Server, launch: Launch) -> int:
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(_serve(server))
+        loop.run_until_complete(_serve(server, launch))
+    except (TooFewDescriptors, PortFileError):
+        return 1  # logged already
+    except OSError as err:
+        log.warning("Failed listening on port %d (tcp), aborting.", server.port)
+        print(f"{err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         pass
     finally:
         loop.close()
+        remove_written(launch)
     return 0
 
 
-async def _serve(server: Server) -> None:
+async def _serve(server: Server, launch: Launch) -> None:
     await server.start_async()
-    print(f"fakekey {__version__} ready to accept connections on {server.host}:{server.port}", flush=True)
     server.state.shutdown_requested = asyncio.get_running_loop().create_future()
+    stop_on_signals(server)
+    announce_ready(server, launch)
     await server.state.shutdown_requested
+    log.info("User requested shutdown...")
     await server.stop_async()
+    log.info("fakekey is now ready to exit, bye bye...")
 
 
 if __name__ == "__main__":

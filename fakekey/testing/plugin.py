@@ -1,49 +1,294 @@
-"""The pytest plugin (entry point `fakekey`): fixtures for tests that need a server.
+"""The pytest plugin (entry point `fakekey`): servers and clients for a project's own tests,
+on fakekey, on a real valkey-server, or on both. The reference is docs/pytest.md.
 
-    def test_cache(fakekey_client):        # a redis.Redis bound to a fresh server
+    def test_cache(fakekey_client):            # a redis.Redis bound to this test's server
         fakekey_client.set("k", "v", ex=10)
 
-    def test_expiry(fakekey_server, fakekey_client):
-        fakekey_server.freeze()
-        fakekey_server.advance(10_000)     # keys expire, waiters time out, at once
+    @pytest.mark.fakekey_only
+    def test_expiry(fakekey_clock, fakekey_client):
+        fakekey_clock.advance(seconds=10)      # keys expire, waiters time out, at once
+
+Options: `--fakekey-target fakekey|valkey|both|URL` (or FAKEKEY_TARGET, or the ini option
+`fakekey_target`), `--fakekey-scope function|session` (or `fakekey_scope`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
 
 from fakekey.server import Server
+from fakekey.testing.servers import (
+    RunningServer,
+    ServerPool,
+    TargetSkip,
+    parse_targets,
+    target_id,
+)
+
+MARKERS = (
+    "fakekey_only: needs fakekey's own commands or clock; skipped on other targets",
+    "fakekey(**settings): start this test's server with these settings (valkey's names, "
+    "underscores for dashes)",
+    "fakekey_client(**options): constructor options for the plugin's client fixtures "
+    "(decode_responses=True, protocol=3, ...)",
+)
+SCOPES = ("function", "session")
+_POOL = pytest.StashKey[ServerPool]()
+_TARGETS = pytest.StashKey[list[str]]()
+
+
+# --- options -----------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fakekey", "fakekey: servers for tests")
+    group.addoption("--fakekey-target", dest="fakekey_target", default=None,
+                    help="where the fakekey fixtures connect: fakekey (default), valkey (a real "
+                    "valkey-server started here), both, or a URL (redis://host:port). "
+                    "Also FAKEKEY_TARGET.")
+    group.addoption("--fakekey-scope", dest="fakekey_scope", default=None, choices=SCOPES,
+                    help="function (default): a fresh fakekey server per test; session: one "
+                    "server, emptied between tests.")
+    parser.addini("fakekey_target", "default for --fakekey-target", default="fakekey")
+    parser.addini("fakekey_scope", "default for --fakekey-scope", default="function")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    spec = (config.getoption("fakekey_target") or os.environ.get("FAKEKEY_TARGET")
+            or config.getini("fakekey_target"))
+    scope = config.getoption("fakekey_scope") or config.getini("fakekey_scope")
+    if scope not in SCOPES:
+        raise pytest.UsageError(f"fakekey_scope must be one of {', '.join(SCOPES)}, not {scope!r}")
+    try:
+        config.stash[_TARGETS] = parse_targets(spec)
+    except ValueError as err:
+        raise pytest.UsageError(str(err)) from None
+    config.stash[_POOL] = ServerPool(scope)
+    # async fixtures are pytest-asyncio's when it runs in this session, plain ones otherwise
+    async_clients = asyncio_clients() if config.pluginmanager.hasplugin("asyncio") else PlainAsyncClients()
+    config.pluginmanager.register(async_clients, "fakekey-async-clients")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    pool = config.stash.get(_POOL, None)
+    if pool is not None:
+        pool.close()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    pool = config.stash[_POOL]
+    return f"fakekey: target {', '.join(config.stash[_TARGETS])}, scope {pool.scope}"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """With several targets, each test that uses the fixtures runs once per target."""
+    targets = metafunc.config.stash[_TARGETS]
+    if "fakekey_target" in metafunc.fixturenames and len(targets) > 1:
+        metafunc.parametrize("fakekey_target", targets, ids=[target_id(t) for t in targets],
+                             indirect=True)
+
+
+# --- servers -----------------------------------------------------------------------------
 
 
 @pytest.fixture
-def fakekey_server() -> Iterator[Server]:
-    """A fresh fakekey server for one test, in a background thread."""
-    with Server() as server:
-        yield server
+def fakekey_target(request: pytest.FixtureRequest) -> str:
+    """The target this test runs on: `fakekey`, `valkey`, or the URL."""
+    return getattr(request, "param", None) or request.config.stash[_TARGETS][0]
+
+
+@pytest.fixture
+def fakekey_running(request: pytest.FixtureRequest, fakekey_target: str) -> Iterator[RunningServer]:
+    """This test's server (any target), started or emptied for it."""
+    pool = request.config.stash[_POOL]
+    marker = request.node.get_closest_marker("fakekey")
+    settings = dict(marker.kwargs) if marker else {}
+    fakekey_only = request.node.get_closest_marker("fakekey_only") is not None
+    not_fakekey = f"needs fakekey (target: {target_id(fakekey_target)})"
+    if fakekey_only and fakekey_target == "valkey":
+        pytest.skip(not_fakekey)  # before starting a server for nothing
+    try:
+        running, own = pool.for_test(fakekey_target, settings)
+    except TargetSkip as reason:
+        pytest.skip(str(reason))
+    try:
+        if fakekey_only and not running.is_fakekey:  # a URL target may be fakekey
+            pytest.skip(not_fakekey)
+        yield running
+    finally:
+        if own:
+            running.stop()
+
+
+@pytest.fixture
+def fakekey_server(fakekey_running: RunningServer) -> Server | RunningServer:
+    """This test's server: a `fakekey.Server` on the fakekey target (clock, settings, the
+    Python API); elsewhere a handle with `host`, `port`, `url`, `password`."""
+    return fakekey_running.server or fakekey_running
 
 
 @pytest.fixture(scope="session")
 def fakekey_session_server() -> Iterator[Server]:
-    """One fakekey server shared by the whole session."""
+    """One fakekey server shared by the whole session (not emptied between tests)."""
     with Server() as server:
         yield server
 
 
 @pytest.fixture
-def fakekey_client(fakekey_server: Server) -> Iterator[Any]:
-    """A `redis.Redis` client (decoded responses off) bound to `fakekey_server`."""
+def fakekey_factory(request: pytest.FixtureRequest,
+                    fakekey_target: str) -> Iterator[Callable[..., Server | RunningServer]]:
+    """`fakekey_factory(**settings)` starts another server on this test's target (several
+    nodes, another configuration); all are stopped after the test."""
+    pool = request.config.stash[_POOL]
+    started: list[RunningServer] = []
+
+    def start(**settings: Any) -> Server | RunningServer:
+        try:
+            running = pool.dedicated(fakekey_target, settings)
+        except TargetSkip as reason:
+            pytest.skip(str(reason))
+        started.append(running)
+        return running.server or running
+
+    yield start
+    for running in started:
+        running.stop()
+
+
+@pytest.fixture
+def fakekey_clock(fakekey_running: RunningServer) -> Iterator[Server]:
+    """The test's fakekey server with its clock frozen at the current time: `advance(seconds=,
+    ms=)`, `freeze(at=)`, `with frozen(at=):`, `real_time()`. Skipped on other targets."""
+    server = fakekey_running.server
+    if server is None:
+        pytest.skip(f"the clock needs fakekey (target: {target_id(fakekey_running.target)})")
+    server.freeze()
+    yield server
+    server.real_time()
+
+
+# --- clients -----------------------------------------------------------------------------
+
+
+def client_options(request: pytest.FixtureRequest, running: RunningServer) -> dict[str, Any]:
+    """Where to connect, then the `fakekey_client` marker's options, then an indirect
+    parameter's (a dict) on top."""
+    options: dict[str, Any] = {"host": running.host, "port": running.port}
+    if running.password is not None:
+        options["password"] = running.password
+    if running.username is not None:
+        options["username"] = running.username
+    marker = request.node.get_closest_marker("fakekey_client")
+    if marker is not None:
+        options.update(marker.kwargs)
+    param = getattr(request, "param", None)
+    if param is not None:
+        if not isinstance(param, dict):
+            raise TypeError(f"an indirect parameter of a fakekey client fixture is a dict of "
+                            f"client options, not {param!r}")
+        options.update(param)
+    return options
+
+
+def _valkey_module(name: str) -> Any:
+    """The `valkey` package's module, or a skip saying how to get it."""
+    try:
+        return __import__(name, fromlist=["_"])
+    except ImportError:
+        pytest.skip("the valkey package is not installed (pip install valkey)")
+
+
+@pytest.fixture
+def fakekey_client(request: pytest.FixtureRequest, fakekey_running: RunningServer) -> Iterator[Any]:
+    """A `redis.Redis` on this test's server."""
     import redis
 
-    client = redis.Redis(host=fakekey_server.host, port=fakekey_server.port)
+    client = redis.Redis(**client_options(request, fakekey_running))
     yield client
     client.close()
 
 
 @pytest.fixture
-def fakekey_clock(fakekey_server: Server) -> Server:
-    """The server whose clock the test controls: frozen at the current time."""
-    fakekey_server.freeze()
-    return fakekey_server
+def fakekey_valkey_client(request: pytest.FixtureRequest,
+                          fakekey_running: RunningServer) -> Iterator[Any]:
+    """A `valkey.Valkey` on this test's server (skipped when `valkey` is not installed)."""
+    valkey = _valkey_module("valkey")
+    client = valkey.Valkey(**client_options(request, fakekey_running))
+    yield client
+    client.close()
+
+
+def _async_redis_class() -> Any:
+    import redis.asyncio
+
+    return redis.asyncio.Redis
+
+
+def _async_valkey_class() -> Any:
+    return _valkey_module("valkey.asyncio").Valkey
+
+
+def close_async_client_later(client: Any) -> None:
+    """Close an async client outside any loop (no pytest-asyncio): its connections belong
+    to the loop the test ran, so they are closed on a new loop when they can be, and left
+    to the garbage collector when that loop is gone."""
+    with contextlib.suppress(Exception):
+        asyncio.run(_aclose(client))
+
+
+async def _aclose(client: Any) -> None:
+    close = getattr(client, "aclose", None) or client.close
+    await close()
+
+
+class PlainAsyncClients:
+    """The async client fixtures without pytest-asyncio: the client is made here and
+    connects in whatever loop uses it (`asyncio.run`, anyio, ...)."""
+
+    @pytest.fixture
+    def fakekey_async_client(self, request: pytest.FixtureRequest,
+                             fakekey_running: RunningServer) -> Iterator[Any]:
+        """A `redis.asyncio.Redis` on this test's server."""
+        client = _async_redis_class()(**client_options(request, fakekey_running))
+        yield client
+        close_async_client_later(client)
+
+    @pytest.fixture
+    def fakekey_async_valkey_client(self, request: pytest.FixtureRequest,
+                                    fakekey_running: RunningServer) -> Iterator[Any]:
+        """A `valkey.asyncio.Valkey` on this test's server (skipped without `valkey`)."""
+        client = _async_valkey_class()(**client_options(request, fakekey_running))
+        yield client
+        close_async_client_later(client)
+
+
+def asyncio_clients() -> object:
+    """The async client fixtures for pytest-asyncio: async fixtures, closed in the test's loop."""
+    import pytest_asyncio
+
+    class AsyncioClients:
+        @pytest_asyncio.fixture(loop_scope="function")
+        async def fakekey_async_client(self, request: pytest.FixtureRequest,
+                                       fakekey_running: RunningServer) -> AsyncIterator[Any]:
+            """A `redis.asyncio.Redis` on this test's server."""
+            client = _async_redis_class()(**client_options(request, fakekey_running))
+            yield client
+            await _aclose(client)
+
+        @pytest_asyncio.fixture(loop_scope="function")
+        async def fakekey_async_valkey_client(self, request: pytest.FixtureRequest,
+                                              fakekey_running: RunningServer) -> AsyncIterator[Any]:
+            """A `valkey.asyncio.Valkey` on this test's server (skipped without `valkey`)."""
+            client = _async_valkey_class()(**client_options(request, fakekey_running))
+            yield client
+            await _aclose(client)
+
+    return AsyncioClients()
