@@ -265,6 +265,9 @@ class ServerState:
         try:
             return cmd.handler(client, argv)
         except ReplyError as err:
+            # many errors are shared instances (WRONGTYPE, SYNTAX...): each raise would
+            # add its frames, and with them the request's arguments, to one traceback
+            err.__traceback__ = None
             cmd.failed_calls += 1
             return self._count_error(err)
 

@@ -83,7 +83,8 @@ def _timeout_ms(raw: bytes) -> Fraction | float:
     `* 1000.0` in long double: the value Valkey takes the ceiling of."""
     try:
         seconds = ld_parse(raw)
-    except ReplyError:
+    except ReplyError as err:
+        err.__traceback__ = None  # a shared instance: its traceback would keep growing
         raise TIMEOUT_NOT_FLOAT from None
     if isinstance(seconds, float):  # +-inf
         return seconds

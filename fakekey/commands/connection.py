@@ -109,7 +109,8 @@ def hello(c: Client, argv: list[bytes]) -> Any:
     if len(argv) >= 2:
         try:
             protocol = parse_int(argv[1])
-        except ReplyError:
+        except ReplyError as err:
+            err.__traceback__ = None  # a shared instance: its traceback would keep growing
             raise ReplyError("ERR Protocol version is not an integer or out of range") from None
         if protocol < 2 or protocol > 3:
             raise ReplyError("NOPROTO unsupported protocol version")

@@ -299,7 +299,8 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> Any:
     if current is not None:
         try:
             value = ld_parse(current)
-        except ReplyError:
+        except ReplyError as err:
+            err.__traceback__ = None  # a shared instance: its traceback would keep growing
             raise HASH_NOT_FLOAT from None
     if isinstance(value, float):
         raise RESULT_NAN_OR_INF  # the field holds an infinity

@@ -108,7 +108,8 @@ def parse_swap_index(raw: bytes, which: str) -> int:
     """A DB index as a C int (getIntFromObjectOrReply); the range is checked after both."""
     try:
         index = parse_int(raw)
-    except ReplyError:
+    except ReplyError as err:
+        err.__traceback__ = None  # a shared instance: its traceback would keep growing
         index = None
     if index is None or not INT_MIN <= index <= INT_MAX:
         raise ReplyError(f"ERR invalid {which} DB index")
@@ -476,7 +477,8 @@ def wait(c: Client, argv: list[bytes]) -> Any:
     parse_int(argv[1])
     try:
         timeout = parse_int(argv[2])
-    except ReplyError:
+    except ReplyError as err:
+        err.__traceback__ = None  # a shared instance: its traceback would keep growing
         raise ReplyError("ERR timeout is not an integer or out of range") from None
     if timeout < 0:
         raise ReplyError("ERR timeout is negative")

@@ -1017,7 +1017,8 @@ def claim_ids(argv: list[bytes]) -> list[StreamID]:
     for raw in argv[5:]:
         try:
             ids.append(parse_id(raw, strict=True))
-        except ReplyError:
+        except ReplyError as err:
+            err.__traceback__ = None  # a shared instance: its traceback would keep growing
             break
     return ids
 
