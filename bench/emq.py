@@ -29,7 +29,6 @@ import asyncio
 import contextlib
 import importlib.util
 import json
-import os
 import statistics
 import sys
 import time
@@ -144,23 +143,8 @@ def server_pid(endpoint: Endpoint) -> int | None:
 
 
 def cpu_seconds(pid: int | None) -> float | None:
-    """CPU time a process has used so far, every thread counted: the sum of its threads'
-    /proc/<pid>/task/<tid>/schedstat run times (nanoseconds), else utime + stime from
-    /proc/<pid>/stat (clock ticks, 10 ms: too coarse for one sweep)."""
-    if pid is None:
-        return None
-    with contextlib.suppress(OSError, ValueError):
-        total_ns = 0
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            with contextlib.suppress(FileNotFoundError):  # a thread that just ended
-                total_ns += int((task / "schedstat").read_text().split()[0])
-        return total_ns / 1e9
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2 :].split()  # fields from the 3rd on; comm may hold spaces
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU time a process has used so far, every thread counted (the harness's reader)."""
+    return harness.cpu_seconds(pid)
 
 
 # --- part 1: the job cycle -----------------------------------------------------------------------
@@ -265,7 +249,7 @@ async def _cycle_once(endpoint: Endpoint, wire: Any, clients: int, jobs: int, de
     finally:
         for conn in conns:
             await conn.close()
-    cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+    cpu = None if cpu_before is None or cpu_after is None else max(0.0, cpu_after - cpu_before)
     return CycleRun(sum(done), seconds, cpu)
 
 
@@ -374,7 +358,7 @@ def time_sweep(endpoint: Endpoint, command: list[Any], expected_moved: int) -> t
     moved = value if kind == ":" else value[0][1] if kind == "*" and value else None
     if moved != expected_moved:
         raise ServerError(f"{command[0]} answered {kind}{value!r}, expected {expected_moved} moved")
-    cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
+    cpu = None if cpu_before is None or cpu_after is None else max(0.0, cpu_after - cpu_before)
     return seconds, cpu
 
 

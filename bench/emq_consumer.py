@@ -103,23 +103,9 @@ def server_pid(client: redis.Redis) -> int | None:
     return int(pid) if pid and Path(f"/proc/{pid}/task").exists() else None
 
 
-def cpu_seconds(pid: int | None) -> float | None:
-    """CPU time the process has used so far, every thread counted (schedstat, in ns)."""
-    if pid is None:
-        return None
-    total_ns = 0
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            with contextlib.suppress(FileNotFoundError):  # a thread that just ended
-                total_ns += int((task / "schedstat").read_text().split()[0])
-    except OSError:
-        return None
-    return total_ns / 1e9
-
-
 def cpu_us_per(pid: int | None, before: float | None, count: int) -> float | None:
-    after = cpu_seconds(pid)
-    return None if after is None or before is None else (after - before) * 1e6 / count
+    after = harness.cpu_seconds(pid)
+    return None if after is None or before is None else max(0.0, after - before) * 1e6 / count
 
 
 # --- throughput ------------------------------------------------------------------------------
@@ -153,7 +139,7 @@ def throughput_run(endpoint: harness.Endpoint, consumers: int, jobs: int) -> tup
             if not ready.acquire(timeout=20):
                 raise TimeoutError("a consumer did not start")
         time.sleep(0.05)  # let every consumer park
-        started, cpu = time.perf_counter(), cpu_seconds(pid)
+        started, cpu = time.perf_counter(), harness.cpu_seconds(pid)
         for i in range(jobs):
             queue.enqueue(f"JOB{i:08}", b"payload", group=f"g{i % GROUPS}")
         meta = queue.key("meta")
@@ -210,7 +196,7 @@ def wake_run(endpoint: harness.Endpoint, wakes: int) -> tuple[float, float, floa
     latencies = []
     try:
         wait_for(lambda: consumer.counts["beats"] >= 1, 10)
-        cpu = cpu_seconds(pid)
+        cpu = harness.cpu_seconds(pid)
         for i in range(wakes):
             empty = consumer.counts["empty_claims"]
             time.sleep(0.002)  # the consumer is parked again (its drain ended empty)

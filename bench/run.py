@@ -25,6 +25,7 @@ import io
 import itertools
 import json
 import math
+import os
 import platform
 import selectors
 import shutil
@@ -1278,6 +1279,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"\nresults: {path}")
     return 0
 
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """CPU time a process has used so far, every thread counted: the sum of its threads'
+    /proc/<pid>/task/<tid>/schedstat run times (nanoseconds), else utime + stime from
+    /proc/<pid>/stat (clock ticks, 10 ms: too coarse for one sweep)."""
+    if pid is None:
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # fields from the 3rd on; comm may hold spaces
+    ticks = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    with contextlib.suppress(OSError, ValueError):
+        total_ns = 0
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(FileNotFoundError):  # a thread that just ended
+                total_ns += int((task / "schedstat").read_text().split()[0])
+        # a thread that ended takes its run time out of the sum; the process's own total
+        # keeps it (in ticks): the larger of the two never goes back by more than a tick
+        return max(total_ns / 1e9, ticks)
+    return ticks
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -62,7 +62,8 @@ def test_quickest_run_on_fakekey(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert set(cycles) == {(w, c, p) for w in ("verbs", "scripts") for c in (1, 3) for p in (1, 4)}
     for r in cycles.values():
         assert r["note"] == "" and r["runs"][0]["jobs"] == 24  # every job enqueued, leased, completed
-        assert r["jobs_per_s"] > 0 and r["cpu_us_per_job"] > 0
+        # in-process, other tests' threads end meanwhile: the CPU reading is only >= 0
+        assert r["jobs_per_s"] > 0 and r["cpu_us_per_job"] >= 0
     sweeps = {(r["sweep"], r["wire"], r["size"]) for r in results["sweeps"] if r["note"] == "" and r["median_ms"]}
     assert sweeps == {(s, w, n) for s in ("PROMOTE", "STALLED.CHECK") for w in ("verbs", "scripts")
                       for n in (50, 500)}
