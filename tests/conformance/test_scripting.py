@@ -7,6 +7,8 @@ import time
 
 import pytest
 
+from fakekey.emq.scripts import SCRIPTS
+
 # The library globals (cjson, cmsgpack, bit, struct) are left out of the sandbox checks:
 # they come with fakekey/lua_shim/libs.
 LIBRARIES = {"bit", "cjson", "cmsgpack", "struct"}
@@ -634,28 +636,8 @@ def test_command_info(r2):
 
 # --- scripts in the style of job-queue libraries -------------------------------------------------
 
-GENQUEUE = """-- EchoMQ.Lanes @genqueue: grouped admission
--- KEYS: 1 the row, 2 the lane, 3 the ring, 4 the paused groups, 5 glimit, 6 gactive, 7 the wake list
--- ARGV: 1 the job id, 2 the payload, 3 the group
-if string.sub(ARGV[1], 1, 3) ~= 'JOB' then
-  return redis.error_reply('EMQKIND job id must be JOB-namespaced')
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'state', 'pending', 'attempts', '0', 'payload', ARGV[2], 'group', ARGV[3])
-redis.call('ZADD', KEYS[2], 0, ARGV[1])
-if redis.call('SISMEMBER', KEYS[4], ARGV[3]) == 0 then
-  local lim = redis.call('HGET', KEYS[5], ARGV[3])
-  local act = tonumber(redis.call('HGET', KEYS[6], ARGV[3]) or '0')
-  if (not lim or act < tonumber(lim)) and not redis.call('LPOS', KEYS[3], ARGV[3]) then
-    redis.call('RPUSH', KEYS[3], ARGV[3])
-    redis.call('LPUSH', KEYS[7], '1')
-    redis.call('LTRIM', KEYS[7], 0, 63)
-  end
-end
-return 1
-"""
+# the seed's grouped admission, as the package ships it (fakekey/emq/scripts/genqueue.lua)
+GENQUEUE = SCRIPTS["genqueue"].source
 
 
 def genqueue_keys(group):
