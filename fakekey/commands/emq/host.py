@@ -10,7 +10,8 @@ inconsistent value raises EMQHOST, both before the first write.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from fakekey.commands.args import LLONG_MAX, try_int
 from fakekey.commands.emq.layout import HOST
@@ -23,6 +24,7 @@ from fakekey.commands.streams import (
     default_trim_limit,
     generate_id,
 )
+from fakekey.resp.replies import ReplyError
 from fakekey.types.hash import HashValue
 from fakekey.types.stream import (
     LISTPACK_MAX_SIZE,
@@ -38,7 +40,7 @@ from fakekey.types.zset import ZLimits, ZSet
 if TYPE_CHECKING:
     from fakekey.commands.emq.layout import Call
 
-Row = HashValue
+T = TypeVar("T")
 
 
 # --- reads ---------------------------------------------------------------------------------
@@ -73,6 +75,26 @@ def due_members(zs: ZSet | None, now: int, limit: int) -> list[bytes]:
         return []
     stop = min(limit, zs.keys.first_true(lambda key: key[0] > now))
     return [member for _, member in zs.keys.slice(0, stop)]
+
+
+def swept_rows(call: Call, due: list[bytes], lane_refusal: Callable[[bytes], ReplyError],
+               view: Callable[[HashValue], T]) -> list[T | None]:
+    """`view` of the row of each member a sweep took (None: it has no row), member by
+    member in score order: each row is checked for write access before it is read (the
+    sweep writes every row it finds), and a lane row refuses the whole call with
+    `lane_refusal(job id)`; all before anything is written."""
+    out: list[T | None] = []
+    for job_id in due:
+        row_key = call.key(job_id)
+        call.may_write(row_key)
+        row = read_hash(call, row_key)
+        if row is None:
+            out.append(None)
+            continue
+        if is_lane_row(row):
+            raise lane_refusal(job_id)
+        out.append(view(row))
+    return out
 
 
 def head_member(zs: ZSet | None) -> bytes | None:

@@ -16,6 +16,7 @@ from typing import Any
 from fakekey.commands.emq import host
 from fakekey.commands.emq.layout import NON_NEGATIVE, POSITIVE, PREFIX, Arg, Call, verb
 from fakekey.resp.replies import ReplyError
+from fakekey.types.hash import HashValue
 
 RECOVERED, DEAD, EXEMPT = "recovered", "dead", "exempt"
 
@@ -34,26 +35,16 @@ def lane_expired(job_id: bytes) -> ReplyError:
 
 
 def read_expired(call: Call, due: list[bytes], max_stalls: int) -> list[Expired | None]:
-    """What happens to each expired member (None: it has no row). Every row is checked for
-    access before it is read (the sweep writes each row it finds)."""
-    out: list[Expired | None] = []
-    for job_id in due:
-        row_key = call.key(job_id)
-        call.may_write(row_key)
-        row = host.read_hash(call, row_key)
-        if row is None:
-            out.append(None)
-            continue
-        if host.is_lane_row(row):
-            raise lane_expired(job_id)
+    """What happens to each expired member (None: it has no row)."""
+
+    def expired(row: HashValue) -> Expired:
         priority = host.int_field(row, b"priority")
         stalls = host.int_field(row, b"stalls") + 1
         if b"restart" in row:
-            outcome = EXEMPT
-        else:
-            outcome = DEAD if stalls > max_stalls else RECOVERED
-        out.append(Expired(priority, outcome))
-    return out
+            return Expired(priority, EXEMPT)
+        return Expired(priority, DEAD if stalls > max_stalls else RECOVERED)
+
+    return host.swept_rows(call, due, lane_expired, expired)
 
 
 def check_targets(call: Call, rows: list[Expired | None]) -> None:

@@ -20,20 +20,8 @@ def lane_due(job_id: bytes) -> ReplyError:
 
 
 def due_priorities(call: Call, due: list[bytes]) -> list[int | None]:
-    """Each due member's priority, or None for a member without a row. Every row is
-    checked for access before it is read (the sweep writes each row it finds)."""
-    out: list[int | None] = []
-    for job_id in due:
-        row_key = call.key(job_id)
-        call.may_write(row_key)
-        row = host.read_hash(call, row_key)
-        if row is None:
-            out.append(None)
-            continue
-        if host.is_lane_row(row):
-            raise lane_due(job_id)
-        out.append(host.int_field(row, b"priority"))
-    return out
+    """Each due member's priority, or None for a member without a row."""
+    return host.swept_rows(call, due, lane_due, lambda row: host.int_field(row, b"priority"))
 
 
 @verb("promote", ("schedule", "pending", PREFIX), (Arg("batch", POSITIVE),),
