@@ -120,10 +120,6 @@ class Client:
         the frame per protocol when one message goes to many). A subscriber whose unread
         output passes the pubsub hard limit is disconnected, as Valkey does."""
         state = self.state
-        busy = state.busy_script
-        if busy is not None and busy.on_script_thread():  # the loop thread owns the sockets
-            busy.defer(self.push, items)
-            return
         if state.current_client is self:
             self.deferred_pushes.append(items)  # after the reply of the running command
             return

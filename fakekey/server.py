@@ -215,7 +215,7 @@ class Connection(asyncio.Protocol):
         queue = self.state.uncork_queue
         try:
             loop = asyncio.get_running_loop()
-        except RuntimeError:  # the script thread, while the loop thread waits on it
+        except RuntimeError:  # no running loop here (a server driven by hand, in tests)
             self.loop.call_soon_threadsafe(self.uncork)
             return
         if not queue:
@@ -517,6 +517,8 @@ class Server:
                 traceback.print_exc()
 
     async def stop_async(self) -> None:
+        if self.state.script_runner is not None:
+            self.state.script_runner.abandon()  # a BUSY script ends with the server
         for task in self._tasks:
             task.cancel()
         self._tasks.clear()

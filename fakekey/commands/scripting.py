@@ -17,7 +17,7 @@ from fakekey import REDIS_VERSION
 from fakekey.client import Client
 from fakekey.commands.args import parse_int
 from fakekey.commands.registry import KeySpec, command, container
-from fakekey.lua_shim.bridge import CommandBridge, RunProfile, ScriptRun, kill_running_script, runner_of
+from fakekey.lua_shim.bridge import CommandBridge, ScriptRun, kill_running_script, runner_of
 from fakekey.lua_shim.runtime import LuaSandbox
 from fakekey.resp.replies import OK, ReplyError, Simple
 
@@ -44,7 +44,6 @@ class Script:
     fn: Any  # the compiled Lua function
     flags: frozenset[str]
     compat: bool  # no shebang: Valkey's backwards-compatible mode, flags ignored
-    profile: RunProfile = dataclasses.field(default_factory=RunProfile)
 
     def __post_init__(self) -> None:
         self.no_writes = not self.compat and NO_WRITES in self.flags
@@ -273,7 +272,7 @@ def run_eval(c: Client, argv: list[bytes], *, by_sha: bool, read_only: bool) -> 
     if read_only and script.refused_read_only:
         raise WRITE_FLAG_ON_RO
     run = ScriptRun(scripts.bridge, c, script.fn, argv[3:3 + numkeys], argv[3 + numkeys:],
-                    read_only or script.no_writes, script.profile)
+                    read_only or script.no_writes)
     reply = scripts.runner.execute(run)
     scripts.used(sha)
     return reply

@@ -2,39 +2,31 @@
 registry, the conversions between replies and Lua values, the run rules (read-only
 scripts, write tracking), and the long-script machinery (BUSY, SCRIPT KILL).
 
-How a script runs (`ScriptRunner`). A script's first run goes to one long-lived script
-thread: the event-loop thread hands it over and waits up to `busy-reply-threshold`. While
-it waits, the loop thread is parked, so the script thread runs the script's commands
-itself. A run that ends in time is answered like any command. A run still going at the
-threshold puts the server in BUSY mode: `state.busy_script` is set, `ServerState.call`
-refuses every command without the `allow_busy` flag with Valkey's BUSY error, the
-script's client waits like a blocked client, and from then on every `redis.call` of the
-script is run by the loop thread (`ScriptRun.on_loop`): while the server is BUSY, only
-the loop thread touches the data and the clients (see HACKING.md, "Design notes: the
-script thread"). When the script ends, the script thread posts its reply to the loop,
-which answers the client (or goes on with the client's EXEC), serves blocked clients and
-resumes the client's pipeline. SCRIPT KILL sets a flag that the sandbox's count hook
-checks.
-
-Handing a run over costs two thread switches, so a script whose runs end well within the
-threshold and do not write then runs inline on the loop thread. An inline run stops, with
-nothing of it visible, when it reaches the threshold or is about to write or publish, and
-runs again from the start on the script thread, where it can turn BUSY (see
-`ScriptRunner`). A threshold of 0 (Valkey: no BUSY mode) runs scripts on the calling
-thread. Scripts inside MULTI/EXEC run as any other: EXEC pauses on a BUSY script and
-goes on with its queue when the script ends (`transactions.run_queued`).
+How a script runs (`ScriptRunner`). Every run is a greenlet on the event-loop thread:
+the loop thread is the only thread that ever touches the data and the clients. The run
+goes on inline until `busy-reply-threshold`; a run still going then gives the loop back
+from the sandbox's count hook (or before its next `redis.call`), and the server is BUSY:
+`state.busy_script` is set, `ServerState.call` refuses every command without the
+`allow_busy` flag with Valkey's BUSY error, and the script's client waits like a blocked
+client. The loop resumes the run for a slice (`SLICE`) at a time between its other
+events, as Valkey polls its event loop from the script's hook. When the script ends, its
+reply goes to its client (or the client's EXEC goes on), blocked clients are served and
+the client's pipeline resumes. SCRIPT KILL sets a flag that the count hook checks. A
+threshold of 0 (Valkey: no BUSY mode) runs scripts to the end. Scripts inside MULTI/EXEC
+run as any other: EXEC pauses on a BUSY script and goes on with its queue when the script
+ends (`transactions.run_queued`). See HACKING.md, "Design notes: scripts and BUSY".
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+
+from greenlet import GreenletExit, getcurrent, greenlet
 
 from fakekey.client import Client
 from fakekey.lua_shim.runtime import MAX_MULTIPLE_VALUES
@@ -530,21 +522,13 @@ class CommandBridge:
             if not args:
                 return (2, NO_ARGUMENTS, False)
             argv = [*args]
-        # from here on no Lua object is involved: the command may run on another thread
         run = self.run
-        guard = self.runner.guard
-        guard.acquire()
-        if run is None or not run.detached:
-            # the loop thread is parked (or is this thread): the data is this run's
-            try:
-                outcome = self._call(resp, argv)
-            finally:
-                guard.release()
-        else:
-            guard.release()
-            # the server is BUSY: only the loop thread touches the data now
-            outcome = run.on_loop(self._call, resp, argv)
-        if outcome[0] == 4 and type(outcome[1]) is list:  # Lua tables are made by Lua's thread
+        if run is not None and run.deadline and time.monotonic() >= run.deadline:
+            run.give_way()  # past the threshold or the slice: the loop's turn first
+            if run.aborted:
+                return (5, run.kill_message())
+        outcome = self._call(resp, argv)
+        if outcome[0] == 4 and type(outcome[1]) is list:  # Lua makes the table
             return (4, self.sandbox.lua.table_from(outcome[1]))
         return outcome
 
@@ -646,12 +630,6 @@ class CommandBridge:
         if run is not None and ("write" in flags or cmd.name in _MAY_REPLICATE):
             if run.read_only:
                 raise self._refused(READ_ONLY_WRITE, cmd)
-            if run.inline_deadline:
-                # a run on the loop thread must stay one that can start again on the script
-                # thread (where it can turn BUSY): it stops before its first effect
-                run.restart = True
-                raise Refused((5, KILLED_FUNCTION if run.as_function else KILLED_EVAL))
-            run.side_effects = True
             if "write" in flags:
                 run.dirty = True
         client = self.client
@@ -697,14 +675,8 @@ def acl_refusal(state: ServerState, caller: Client | None, cmd: Command, argv: l
 # --- runs and the runner -------------------------------------------------------------------
 
 
-class RunProfile:
-    """What the runner learned about one script or function: whether its last run ended
-    well within busy-reply-threshold without writing, so that the next may run inline."""
-
-    __slots__ = ("quick",)
-
-    def __init__(self) -> None:
-        self.quick = False  # a first run always goes to the script thread
+# How long a BUSY script runs between two turns of the event loop.
+SLICE = 0.01
 
 
 class ScriptRun:
@@ -715,20 +687,18 @@ class ScriptRun:
     active = False
     as_function = False
     funcname = b""
-    # the state of a run that has not started (again): see reset()
     dirty = False  # it ran a write command: SCRIPT KILL can no longer stop it
-    side_effects = False  # it wrote or published: it cannot be run again
     killed = False
-    aborted = False
-    inline_deadline = 0.0  # running inline on the loop thread: when to hand over
-    restart = False  # stopped inline (deadline, or a first write): to run on the script thread
+    aborted = False  # the server stopped under it: its client is not answered
+    # when the run gives the loop its turn (monotonic seconds; 0: never, it runs to the end)
+    deadline = 0.0
+    task: Any = None  # the greenlet the run goes on in (the runner's worker)
+    ended = False
+    now = 0  # the clock snapshot of its command, which its redis.calls share
     # the BUSY machinery
     blocking_before = False  # state.deny_blocking before the run, restored by deliver()
-    finished = False
     detached = False  # past the threshold: the server is BUSY
-    done: Any = None
     loop: asyncio.AbstractEventLoop | None = None
-    worker_ident = 0
     after_script: tuple[tuple[Callable[..., Any], tuple], ...] = ()
     # what the caller does with the reply of a detached run instead of sending it (EXEC
     # goes on with its queue): the reply to send, or NO_REPLY when another script went BUSY
@@ -738,24 +708,17 @@ class ScriptRun:
     counted_errors: list[ReplyError] | tuple[()] = ()
 
     def __init__(self, bridge: CommandBridge, caller: Client, fn: Any, keys: list[bytes],
-                 args: list[bytes], read_only: bool, profile: RunProfile | None) -> None:
+                 args: list[bytes], read_only: bool) -> None:
         self.bridge = bridge
         self.caller = caller
         self.fn = fn
         self.keys = keys
         self.args = args
         self.read_only = read_only
-        self.profile = profile
-
-    def reset(self) -> None:
-        """Forget an attempt that was stopped at the inline deadline."""
-        for name in ("dirty", "side_effects", "killed", "aborted", "inline_deadline", "restart",
-                     "reply", "counted_errors"):
-            self.__dict__.pop(name, None)
 
     def perform(self) -> None:
-        """Run the script (on whichever thread calls this) and convert its outcome. Data
-        is touched only through redis.call (see `CommandBridge.call`)."""
+        """Run the script and convert its outcome. Data is touched only through
+        redis.call (see `CommandBridge.call`)."""
         bridge = self.bridge
         bridge.run = self
         client, caller = bridge.client, self.caller  # the engine's client runs as the caller
@@ -782,59 +745,32 @@ class ScriptRun:
         finally:
             bridge.run = None
 
+    def kill_message(self) -> bytes:
+        return KILLED_FUNCTION if self.as_function else KILLED_EVAL
+
     def stop_reason(self) -> bytes | None:
         """Asked by the sandbox's count hook: the kill error when the run must stop
-        (again, for a stop from redis.call that a coroutine or pcall kept from ending it)."""
-        if self.killed or self.aborted or self.restart:
-            return KILLED_FUNCTION if self.as_function else KILLED_EVAL
-        if self.inline_deadline and time.monotonic() >= self.inline_deadline:
-            # an inline run has no effects (see CommandBridge._execute): it runs again on
-            # the script thread, where it turns BUSY
-            self.restart = True
-            return KILLED_FUNCTION if self.as_function else KILLED_EVAL
+        (again, for a stop that a coroutine or pcall kept from ending it). Past its
+        deadline, the run first gives the event loop its turn."""
+        if not (self.killed or self.aborted) and self.deadline and time.monotonic() >= self.deadline:
+            self.give_way()
+        if self.killed or self.aborted:
+            return self.kill_message()
         return None
 
-    # --- while the server is BUSY ------------------------------------------------------------
-
-    def on_loop(self, fn: Callable[..., tuple], *args: Any) -> tuple:
-        """From the script thread of a detached run: `fn(*args)` run on the loop thread,
-        which owns the data while the server is BUSY; a stop outcome if the server goes
-        away meanwhile."""
-        box: list[tuple] = []
-        ready = threading.Event()
-        state = self.bridge.state
-
-        def job() -> None:
-            outer = state.current_client  # whose command runs (keymiss events read it)
-            state.current_client = self.caller
-            try:
-                box.append(fn(*args))
-            finally:
-                state.current_client = outer
-                ready.set()
-
-        runner = self.bridge.runner
+    def give_way(self) -> None:
+        """From inside the run: back to the event loop, which resumes the run later
+        (`ScriptRunner._go_on`). The first time, at busy-reply-threshold, the server
+        turns BUSY (`ScriptRunner.execute` sees the run has not ended)."""
+        task = self.task
+        if task is None or getcurrent() is not task:
+            return
         try:
-            self.loop.call_soon_threadsafe(job)
-        except RuntimeError:  # the loop is closed: the server stopped
-            ready.set()
-        while not ready.wait(0.05):
-            if runner.server_stopping():
-                break
-        if box:
-            return box[0]
-        self.aborted = True
-        return (5, KILLED_FUNCTION if self.as_function else KILLED_EVAL)
+            task.parent.switch()
+        except GreenletExit:  # dropped with the server: end as killed, at once
+            self.aborted = True
 
-    def on_script_thread(self) -> bool:
-        """True on the script thread (`Client.push` asks; while the server is BUSY no
-        command runs there, so a push from there would be a bug it still copes with)."""
-        return threading.get_ident() == self.worker_ident
-
-    def defer(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run `fn` on the event loop (the script thread must not touch sockets)."""
-        if self.loop is not None:
-            self.loop.call_soon_threadsafe(fn, *args)
+    # --- while the server is BUSY ------------------------------------------------------------
 
     def after(self, fn: Callable[..., Any], *args: Any) -> None:
         """Run `fn` when the script has ended (a client that leaves meanwhile is forgotten
@@ -863,27 +799,16 @@ class ScriptRun:
 class ScriptRunner:
     """Runs scripts, and keeps the BUSY mode; one per server.
 
-    A script's first run goes to the script thread: the loop thread waits for it up to
-    busy-reply-threshold and declares the server BUSY past it. A script whose runs end
-    well within the threshold without writing (`RunProfile.quick`) runs inline on the
-    loop thread, with no handover at all. An inline run must stay one that can be run
-    again: the sandbox's hook stops it at the threshold, and the bridge stops it before
-    its first write or publish; it then runs again from the start on the script thread
-    (nothing of the first attempt is visible), where it keeps the server BUSY as Valkey
-    would. So whatever path a run starts on, a run past the threshold is a BUSY one.
+    A run goes on in a greenlet on the loop thread (switching to it and back costs under
+    a microsecond), so that at busy-reply-threshold it can give the loop back without
+    ending: the server is then BUSY, and the loop resumes the run a slice at a time until
+    it ends. One thread does everything, so no lock is needed anywhere.
     """
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.rand = Rand48()
-        # held by the script thread while it runs a command itself (the server not yet
-        # BUSY); the loop thread takes it to declare the server BUSY, so that from then on
-        # the script's commands go to the loop thread and none is caught half-way
-        self.guard = threading.Lock()
-        self._wake = threading.Lock()
-        self._wake.acquire()
-        self._job: ScriptRun | None = None
-        self._thread: threading.Thread | None = None
+        self._worker: Any = None  # the greenlet runs go on in (`_serve_runs`)
 
     def execute(self, run: ScriptRun) -> Any:
         """Run a script for its caller: its reply, or NO_REPLY when it went past the
@@ -893,57 +818,59 @@ class ScriptRunner:
         run.blocking_before = state.deny_blocking
         state.deny_blocking = True  # restored by deliver()
         threshold = state.config.values["busy-reply-threshold"] / 1000
-        if threshold <= 0:
-            run.perform()  # no BUSY mode
-            return self.deliver(run)
-        profile = run.profile
-        started = time.monotonic()
-        if profile is not None and profile.quick:  # the common case: no thread, no loop
-            run.inline_deadline = started + threshold
-            rand_before = self.rand.state
-            run.perform()
-            if not run.restart:
-                self._learn(profile, started, threshold, run)
-                return self.deliver(run)
-            self.rand.state = rand_before  # the run again draws the same random numbers
-            run.reset()
-            profile.quick = False
-        loop = _running_loop()
-        if loop is None:  # no event loop to be BUSY on: run here, to the end
+        loop = _running_loop() if threshold > 0 else None
+        if loop is None:  # no BUSY mode, or no event loop to be BUSY on: to the end
             run.perform()
             return self.deliver(run)
-        return self._hand_over(run, loop, started + threshold, profile)
-
-    def _hand_over(self, run: ScriptRun, loop: asyncio.AbstractEventLoop, deadline: float,
-                   profile: RunProfile | None) -> Any:
-        started = time.monotonic()
-        self._ensure_thread()
-        run.done = done = threading.Lock()
-        done.acquire()
+        run.deadline = time.monotonic() + threshold
+        run.now = state.now
+        worker = self._worker
+        if worker is None or worker.dead:
+            worker = self._worker = greenlet(_serve_runs)
+        run.task = worker
+        if worker.switch(run) is _ENDED:
+            return self.deliver(run)
+        # past the threshold: the server is BUSY until the run ends
+        run.detached = True
         run.loop = loop
-        self._job = run
-        self._wake.release()
-        if done.acquire(timeout=max(0.0, deadline - started)):
-            if profile is not None:
-                self._learn(profile, started, deadline - started, run)
-            return self.deliver(run)
-        with self.guard:  # not while the script thread runs a command
-            if run.finished:
-                return self.deliver(run)
-            run.detached = True
-            self.state.busy_script = run
+        state.busy_script = run
         run.caller.blocked = run
+        loop.call_soon(self._go_on, run)
         return NO_REPLY
 
-    @staticmethod
-    def _learn(profile: RunProfile, started: float, threshold: float, run: ScriptRun) -> None:
-        """Inline next time when this run was quick and had no effects (an inline run
-        stops at its first effect, to run again on the script thread)."""
-        profile.quick = not run.side_effects and time.monotonic() - started < threshold / 4
+    def _go_on(self, run: ScriptRun) -> None:
+        """One slice of a BUSY run, on the loop between other events; the run's own clock
+        snapshot and client are current meanwhile."""
+        state = self.state
+        if state.busy_script is not run:  # abandoned with the server
+            return
+        if self.server_stopping():
+            run.aborted = True
+        outer_now, outer_client = state.now, state.current_client
+        state.now, state.current_client = run.now, run.caller
+        run.deadline = time.monotonic() + SLICE
+        try:
+            run.task.switch()
+        finally:
+            state.now, state.current_client = outer_now, outer_client
+        if run.ended:
+            self._complete(run)
+        else:
+            run.loop.call_soon(self._go_on, run)
+
+    def abandon(self) -> None:
+        """The server stops: a BUSY run ends now, as if killed, and nobody is answered
+        (GreenletExit at the point where it gave way: see `ScriptRun.give_way`)."""
+        run = self.state.busy_script
+        if run is None or run.ended:
+            return
+        run.aborted = True
+        run.task.throw()
+        self.state.busy_script = None
 
     def deliver(self, run: ScriptRun) -> Any:
-        """The reply, once its error replies are counted as Valkey counts them (on the
-        loop thread, when the run has ended)."""
+        """The reply, once its error replies are counted as Valkey counts them (when the
+        run has ended)."""
         self.state.deny_blocking = run.blocking_before
         errors = run.counted_errors
         if errors:
@@ -957,38 +884,9 @@ class ScriptRunner:
         future = self.state.shutdown_requested
         return future is not None and future.done()
 
-    # --- the script thread ----------------------------------------------------------------------
-
-    def _ensure_thread(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._work, name="fakekey-scripts", daemon=True)
-            self._thread.start()
-
-    def _work(self) -> None:
-        while True:
-            if not self._wake.acquire(timeout=1.0):
-                if self.server_stopping():  # the server is gone: so is its script thread
-                    self._thread = None
-                    return
-                continue
-            run = self._job
-            self._job = None
-            if run is None:
-                continue
-            run.worker_ident = threading.get_ident()
-            run.perform()
-            with self.guard:
-                run.finished = True
-                detached = run.detached
-            if not detached:
-                run.done.release()
-                continue
-            with contextlib.suppress(RuntimeError):  # the loop is gone: the server stopped
-                run.loop.call_soon_threadsafe(self._complete, run)
-
     def _complete(self, run: ScriptRun) -> None:
-        """On the loop thread, when a BUSY script has ended: answer its client, do what
-        waited for the script's end, serve blocked clients, resume the client."""
+        """When a BUSY script has ended: answer its client, do what waited for the
+        script's end, serve blocked clients, resume the client."""
         state = self.state
         if state.busy_script is run:
             state.busy_script = None
@@ -1010,6 +908,18 @@ class ScriptRunner:
         connection = caller.connection
         if connection is not None:
             connection.resume()
+
+
+_ENDED = object()
+
+
+def _serve_runs(run: ScriptRun) -> None:
+    """The runner's worker greenlet: one run after another. A greenlet lives on from run
+    to run, because starting one that runs Python code costs several microseconds."""
+    while True:
+        run.perform()
+        run.ended = True
+        run = getcurrent().parent.switch(_ENDED)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

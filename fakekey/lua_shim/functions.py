@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fakekey import REDIS_VERSION
-from fakekey.lua_shim.bridge import CommandBridge, RunProfile, ScriptRun, runner_of
+from fakekey.lua_shim.bridge import CommandBridge, ScriptRun, runner_of
 from fakekey.lua_shim.runtime import INTERNAL_CHUNK, LuaSandbox
 
 if TYPE_CHECKING:
@@ -63,7 +63,6 @@ class Function:
     description: bytes | None
     flags: frozenset[str]
     library: Library
-    profile: RunProfile = field(default_factory=RunProfile)
 
 
 @dataclass(eq=False)
@@ -339,7 +338,7 @@ class FunctionRun(ScriptRun):
     def __init__(self, engine: Libraries, caller: Client, function: Function, argv: list[bytes],
                  numkeys: int) -> None:
         super().__init__(engine.bridge, caller, function.callback, argv[3:3 + numkeys], argv[3 + numkeys:],
-                         NO_WRITES in function.flags, function.profile)
+                         NO_WRITES in function.flags)
         self.funcname = function.name
         self.argv = argv
         self.started = time.monotonic()

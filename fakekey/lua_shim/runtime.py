@@ -30,9 +30,9 @@ Where a stock Lua differs from Valkey's and how it is bridged:
   order than Valkey (deviation).
 
 Python talks to the state through the functions the bootstrap returns (`run`,
-`compile`); everything about commands lives in `bridge.py`. A state is used by one
-thread at a time: while a script keeps the server BUSY, only the script thread may
-touch it (lupa would block any other thread until the script ends).
+`compile`); everything about commands lives in `bridge.py`. A state is used by the
+event-loop thread only; a run that keeps the server BUSY is suspended in a greenlet
+between its slices, and nothing else runs Lua meanwhile (see `bridge.ScriptRunner`).
 """
 
 from __future__ import annotations
@@ -606,8 +606,8 @@ local function count_hook()
     if in_script(3) then raise_kill() end
   end
 end
--- the host stops the script from redis.call (a run that must start again elsewhere, or
--- a server going away): from here on as killed, pcall in the script cannot swallow it
+-- the host stops the script from redis.call (the server going away under a BUSY run):
+-- from here on as killed, pcall in the script cannot swallow it
 stop_now = function(msg)
   kill_msg = msg
   killed_mode = true

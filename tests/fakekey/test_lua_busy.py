@@ -1,5 +1,5 @@
 """Long scripts: BUSY replies past busy-reply-threshold, SCRIPT KILL, UNKILLABLE, SHUTDOWN
-NOSAVE, and the runner's handover between the loop thread and the script thread. Each test
+NOSAVE, and the run giving the event loop back at the threshold. Each test
 has a private server with a 50 ms threshold; the texts are Valkey 9.1's (checked against a
 real server)."""
 
@@ -36,6 +36,14 @@ def other(server: Server) -> Iterator[RawClient]:
 
 def wait_busy(client: RawClient) -> None:
     wait_until_reply(client, BUSY)
+
+
+def assert_script_ended(server: Server, run: object) -> None:
+    """The server stopped: its BUSY run ended with it, unanswered (nothing is left
+    suspended to run later)."""
+    assert server._stopped.wait(5)
+    assert run.ended and run.aborted
+    assert server.state.busy_script is None
 
 
 def test_busy_then_script_kill(server, other):
@@ -83,14 +91,12 @@ def test_commands_allowed_while_busy(server, other):
 def test_unkillable_after_a_write_then_shutdown_nosave(server, other):
     script = Background(server.host, server.port, ("EVAL", "redis.call('del', 'nokey') " + FOREVER, 0))
     wait_busy(other)
+    run = server.state.busy_script
     assert other.call("SCRIPT", "KILL") == UNKILLABLE
     other.send("SHUTDOWN", "NOSAVE")
     replies = script.join()
     assert len(replies) == 1 and isinstance(replies[0], OSError), replies  # the server went away
-    thread = server.state.script_runner._thread
-    if thread is not None:
-        thread.join(5)  # the script thread ends with the server
-        assert not thread.is_alive()
+    assert_script_ended(server, run)
 
 
 def test_blocked_clients_are_served_after_the_busy_script(server, other):
@@ -108,7 +114,7 @@ def test_blocked_clients_are_served_after_the_busy_script(server, other):
 
 def test_a_quick_script_that_turns_slow_still_goes_busy(server, other):
     count = "local n = tonumber(ARGV[1]) local x = 0 for i = 1, n do x = x + 1 end return x"
-    for _ in range(3):  # quick runs: from the second one on, it runs on the loop thread
+    for _ in range(3):  # quick runs first
         assert other.call("EVAL", count, 0, 10) == (":", 10)
     script = Background(server.host, server.port, ("EVAL", count, 0, "1e15"))
     wait_busy(other)
@@ -124,13 +130,13 @@ def test_a_quick_script_that_wrote_is_never_run_twice(server, other):
     # past the threshold after its write: it finishes where it is, exactly once
     assert other.call("EVAL", incr_then_wait, 1, "n", "0.2") == ("$", b"4")
     assert other.call("GET", "n") == ("$", b"4")
-    # from then on it runs on the script thread again, with BUSY replies meanwhile
+    # and again, with BUSY replies meanwhile
     script = Background(server.host, server.port, ("EVAL", incr_then_wait, 1, "n", "0.3"))
     wait_busy(other)
     assert script.join() == [("$", b"5")]
 
 
-def test_a_restarted_script_draws_the_same_random_numbers(server, other):
+def test_a_slow_run_draws_the_same_random_numbers_as_a_quick_one(server, other):
     draw = "math.randomseed(tonumber(ARGV[2])) local r = math.random(1000000) " \
            "local t = os.clock() while os.clock() - t < tonumber(ARGV[1]) do end return r"
     expected = other.call("EVAL", draw, 0, 0, 7)
@@ -159,15 +165,13 @@ def test_stopping_the_server_stops_its_busy_script():
     script = Background(server.host, server.port, ("EVAL", "redis.call('set', 'k', 'v') " + FOREVER, 0))
     other = RawClient(server.host, server.port)
     wait_busy(other)
+    run = server.state.busy_script
     started = time.monotonic()
     server.stop()
     assert time.monotonic() - started < 5
     script.join()
     other.close()
-    thread = server.state.script_runner._thread
-    if thread is not None:
-        thread.join(5)
-        assert not thread.is_alive()
+    assert_script_ended(server, run)
 
 
 def test_no_busy_mode_with_a_zero_threshold(server, other):

@@ -1,6 +1,6 @@
-"""Long scripts and the script thread, beyond what a real server shows: scripts inside
-EXEC stopped with the server, quick scripts that turn slow after a write, the rule that
-only the loop thread touches the data while the server is BUSY (under load), and the
+"""Long scripts beyond what a real server shows: scripts inside EXEC stopped with the
+server, quick scripts that turn slow after a write, the rule that only the loop thread
+touches the data while the server is BUSY (under load), and the
 scrubbing of fakekey's own chunk name from Lua errors. Each test has a private server
 with a 50 ms busy-reply-threshold."""
 
@@ -38,14 +38,12 @@ def other(server: Server) -> Iterator[RawClient]:
     client.close()
 
 
-def assert_gone(server: Server, job: Background) -> None:
-    """The server stopped: the job's connection was closed, the script thread ended."""
+def assert_gone(server: Server, job: Background, run: object) -> None:
+    """The server stopped: the job's connection was closed, its BUSY run ended with it."""
     replies = job.join()
     assert len(replies) >= 1 and isinstance(replies[-1], OSError), replies
-    thread = server.state.script_runner._thread
-    if thread is not None:
-        thread.join(5)
-        assert not thread.is_alive()
+    assert server._stopped.wait(5)
+    assert run.ended and run.aborted
 
 
 def test_shutdown_nosave_stops_an_unkillable_script_inside_exec():
@@ -54,9 +52,10 @@ def test_shutdown_nosave_stops_an_unkillable_script_inside_exec():
     job = Background(server.host, server.port, ("MULTI",), ("EVAL", WRITE_THEN_SPIN, 1, "n", "1e15"),
                      ("EXEC",))
     wait_until_reply(other, BUSY)
+    run = server.state.busy_script
     assert other.call("SCRIPT", "KILL") == UNKILLABLE
     other.send("SHUTDOWN", "NOSAVE")
-    assert_gone(server, job)
+    assert_gone(server, job, run)
     other.close()
     server.stop()
 
@@ -69,9 +68,10 @@ def test_shutdown_nosave_stops_a_quick_script_that_turned_slow_after_a_write():
         assert other.call("EVALSHA", sha, 1, "n", 10) == (":", 10)
     job = Background(server.host, server.port, ("EVALSHA", sha, 1, "n", "1e15"))
     wait_until_reply(other, BUSY)
+    run = server.state.busy_script
     assert other.call("SCRIPT", "KILL") == UNKILLABLE
     other.send("SHUTDOWN", "NOSAVE")
-    assert_gone(server, job)
+    assert_gone(server, job, run)
     other.close()
     server.stop()
 
@@ -81,27 +81,24 @@ def test_stopping_the_server_while_its_busy_script_waits_for_a_command():
     other = RawClient(server.host, server.port)
     job = Background(server.host, server.port, ("EVAL", "while true do redis.call('incr', 'n') end", 0))
     wait_until_reply(other, BUSY)
+    run = server.state.busy_script
     started = time.monotonic()
     server.stop()
     assert time.monotonic() - started < 5
-    assert_gone(server, job)
+    assert_gone(server, job, run)
     other.close()
 
 
-def test_a_quick_script_stops_inline_before_its_first_write(server, other):
-    """Inline runs never write: a quick script's run that writes starts again on the
-    script thread, where it can turn BUSY; nothing of the first attempt shows."""
+def test_a_script_that_writes_runs_once_per_call(server, other):
     sha = other.call("SCRIPT", "LOAD", "redis.call('rpush', KEYS[1], ARGV[1]) return redis.call('llen', KEYS[1])")[1]
     for count in range(1, 6):
         assert other.call("EVALSHA", sha, 1, "l", count) == (":", count)
     assert other.call("LRANGE", "l", 0, -1) == ("*", [("$", b"%d" % i) for i in range(1, 6)])
-    profile = server.state.scripts.lookup(sha).profile
-    assert not profile.quick  # a script that writes keeps running on the script thread
 
 
-def test_an_inline_write_inside_a_coroutine_still_stops_the_inline_run(server, other):
-    """The stop before a first write is raised in a coroutine under pcall here: the run
-    must still end and start again on the script thread, not go on inline."""
+def test_a_write_inside_a_coroutine_then_busy(server, other):
+    """A write in a coroutine under pcall, then past the threshold: the run goes on where
+    it was (BUSY meanwhile) and its write happened once."""
     script = "if ARGV[1] == 'w' then pcall(coroutine.wrap(function() redis.call('incr', KEYS[1]) end)) " \
              "local t = os.clock() while os.clock() - t < 0.3 do end end return redis.call('get', KEYS[1])"
     for _ in range(3):
