@@ -26,6 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from fakekey.testing.raw import RawClient, encode_command  # noqa: E402
 
 DIGITS = "1" * 60_000
+HUGE = 10_000_000  # elements: a reply read in part only
+STREAM_SAMPLE = 4 << 20  # bytes of it read
 LLONG = ["9223372036854775807", "-9223372036854775808", "2147483647", "-2147483648",
          "4294967296", "-4294967297"]
 
@@ -69,8 +71,10 @@ class Requester:
     nest thousands of levels), counting the elements still to come."""
 
     def __init__(self, port: int) -> None:
+        self.port = port
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=120)
         self.buf = b""
+        self.streamed = 0  # replies too big to read whole (fakekey streams them)
 
     def _line(self) -> bytes:
         while b"\r\n" not in self.buf:
@@ -96,12 +100,27 @@ class Requester:
             line = self._line()
             pending -= 1
             kind, rest = line[:1], line[1:]
+            if kind == b"*" and int(rest) > HUGE:
+                self._sample_and_leave()
+                return
             if kind in (b"$", b"=", b"!") and int(rest) >= 0:
                 self._skip(int(rest))
             elif kind in (b"*", b"~", b">") and int(rest) > 0:
                 pending += int(rest)
             elif kind == b"%" and int(rest) > 0:
                 pending += 2 * int(rest)
+
+
+    def _sample_and_leave(self) -> None:
+        """A reply of billions of elements: read its first STREAM_SAMPLE bytes (they come
+        while the watchdog's PINGs are served), then leave and connect again."""
+        got = len(self.buf)
+        while got < STREAM_SAMPLE:
+            got += len(self.sock.recv(1 << 20))
+        self.streamed += 1
+        self.sock.close()
+        self.sock = socket.create_connection(("127.0.0.1", self.port), timeout=120)
+        self.buf = b""
 
 
 def seed(client: RawClient) -> None:
@@ -174,7 +193,8 @@ def main() -> int:
                     slowest, slowest_cmd = took, " ".join(w[:20] for w in request[:3])
         watchdog.stopping.set()
         watchdog.join()
-        print(f"hostile requests sent:     {sent}")
+        print(f"hostile requests sent:     {sent} ({requester.streamed} streamed replies, "
+              f"{STREAM_SAMPLE >> 20} MB of each read)")
         print(f"slowest request:           {slowest * 1000:.1f} ms ({slowest_cmd} ...)")
         print(f"worst PING of another client while they ran: {watchdog.worst * 1000:.1f} ms "
               f"({watchdog.pings} PINGs)")

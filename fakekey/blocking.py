@@ -57,6 +57,8 @@ class Waiter:
         self.active = True
         self.busy_ns = 0  # time spent running the command on wake-ups that blocked again
 
+    holds_output = False  # a blocked client's pub/sub messages go out as they come
+
 
 class Blocking:
     """The registry of waiters and the queue of keys made ready."""

@@ -99,7 +99,7 @@ class Client:
 
     def flags(self) -> str:
         out = ""
-        if self.blocked is not None:
+        if self.blocked is not None and not self.blocked.holds_output:
             out += "b"
         if self.in_multi:
             out += "x"
@@ -120,7 +120,7 @@ class Client:
         the frame per protocol when one message goes to many). A subscriber whose unread
         output passes the pubsub hard limit is disconnected, as Valkey does."""
         state = self.state
-        if state.current_client is self:
+        if state.current_client is self or (self.blocked is not None and self.blocked.holds_output):
             self.deferred_pushes.append(items)  # after the reply of the running command
             return
         connection = self.connection
@@ -134,6 +134,7 @@ class Client:
                 frame = encoded[self.protocol] = self.encoder.encode(Push(items))
         connection.write(frame)
         if connection.output_backlog() > state.pubsub_hard_limit:
+            state.stats["client_output_buffer_limit_disconnections"] += 1
             connection.close()
 
     def send(self, reply: Any) -> None:

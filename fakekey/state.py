@@ -123,11 +123,14 @@ class ServerState:
 
     def _pubsub_hard_limit(self) -> int:
         """client-output-buffer-limit's hard limit for pub/sub clients (none: 2**62)."""
+        return self.output_hard_limit("pubsub") or 1 << 62
+
+    def output_hard_limit(self, klass: str) -> int:
+        """client-output-buffer-limit's hard limit for a class of clients (0: none)."""
         limits = self.config["client-output-buffer-limit"]
         if isinstance(limits, str):  # the default, as text
             limits = parse_obuf_limits(limits)
-        hard = limits.get("pubsub", (0, 0, 0))[0]
-        return hard or 1 << 62
+        return limits.get(klass, (0, 0, 0))[0]
 
     def _config_changed(self, name: str, value: Any) -> None:
         if name == "requirepass":  # the default user's password, as in Valkey

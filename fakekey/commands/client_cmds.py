@@ -499,6 +499,6 @@ def client_unblock(c: Client, argv: list[bytes]) -> Any:
         elif how != b"TIMEOUT":
             raise ReplyError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
     target = c.state.clients.get(client_id)
-    if target is None or target.blocked is None:
-        return 0
+    if target is None or target.blocked is None or not target.blocked.active:
+        return 0  # not blocked (a long reply it is being sent is no wait)
     return int(c.state.blocking.unblock(target, reply))

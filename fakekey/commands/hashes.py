@@ -25,7 +25,7 @@ from fakekey.commands.args import (
     try_int,
     wrong_args,
 )
-from fakekey.commands.picks import check_repeated_picks
+from fakekey.commands.picks import PickChunk, draws, repeated_picks
 from fakekey.commands.registry import command, keys_range
 from fakekey.commands.scan import parse_cursor, parse_scan_options
 from fakekey.keyspace import Database
@@ -345,21 +345,33 @@ def hrandfield(c: Client, argv: list[bytes]) -> Any:
     h = lookup_hash(c, argv[1])
     if h is None or count == 0:
         return []
-    fields = random_fields(h, count)
-    if not withvalues:
-        return fields
-    values = h.fields
-    if c.protocol == 3:
+    if count < 0:
+        flat = withvalues and c.protocol == 2
+        return repeated_picks(c, -count, lambda k: field_draws(h, withvalues, c.protocol, False)(k),
+                              lambda: field_draws(h, withvalues, c.protocol, True), 2 if flat else 1)
+    return with_values(random_fields(h, count), h.fields, c.protocol) if withvalues else random_fields(h, count)
+
+
+def with_values(fields: list[bytes], values: dict[bytes, bytes], protocol: int) -> list[Any]:
+    """Fields with their values: a flat array in RESP2, [field, value] pairs in RESP3."""
+    if protocol == 3:
         return [[f, values[f]] for f in fields]
     return [x for f in fields for x in (f, values[f])]
 
 
+def field_draws(h: HashValue, withvalues: bool, protocol: int, snapshot: bool) -> PickChunk:
+    """k random fields (repeats allowed), with their values if asked: from the hash as
+    it is now when `snapshot` (a streamed reply), else from the live hash."""
+    fields = list(h.fields)
+    values = dict(h.fields) if snapshot and withvalues else h.fields
+    if not withvalues:
+        return draws(fields)
+    return lambda k: with_values(random.choices(fields, k=k), values, protocol)
+
+
 def random_fields(h: HashValue, count: int) -> list[bytes]:
-    """Negative: |count| picks with repeats. Positive: distinct fields, all of them in
-    order when count covers the hash, else a sample in hash order (as a listpack)."""
-    if count < 0:
-        check_repeated_picks(count)
-        return random.choices(list(h.fields), k=-count)
+    """Distinct fields: all of them in order when count covers the hash, else a sample
+    in hash order (as a listpack)."""
     if count >= len(h):
         return list(h.fields)
     if count == 1:

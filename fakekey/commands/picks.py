@@ -1,28 +1,64 @@
-"""A bound on replies made of repeated random picks: SRANDMEMBER, HRANDFIELD and
-ZRANDMEMBER with a negative count.
+"""Replies made of repeated random picks: SRANDMEMBER, HRANDFIELD and ZRANDMEMBER with a
+negative count.
 
 Valkey accepts any negative count down to -LONG_MAX (or -LONG_MAX/2 with values/scores)
-and answers that many picks: `SRANDMEMBER s -2147483647` holds a real server for minutes
-while its reply grows to tens of gigabytes. fakekey builds each reply whole before it
-sends it (there are no streamed replies in this architecture), so such a request would
-freeze every client and exhaust memory. Past MAX_REPEATED_PICKS it answers an error in
-Valkey's words instead; the checks Valkey itself makes (range, type, a missing key's
-empty reply) come first and are unchanged.
+and answers that many picks, building the whole reply first. fakekey builds a reply of up
+to `STREAM_ABOVE` picks at once; a bigger one is streamed (`fakekey.streaming`): other
+clients keep their service and memory stays bounded, whatever the count. Where a reply
+cannot be streamed because it becomes part of another (inside EXEC, or `redis.call` in a
+script), a count past the bound answers an error instead (docs/differences.md). The
+checks Valkey itself makes (range, type, a missing key's empty reply) come first.
 """
 
 from __future__ import annotations
 
-from fakekey.resp.replies import ReplyError
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-# About 100 ms of work for the costliest reply form (RESP3 member/score pairs) on an idle
-# machine; a test asking for more random picks than this is rare.
-MAX_REPEATED_PICKS = 20_000
+from fakekey.resp.replies import ReplyError
+from fakekey.streaming import StreamedReply
+
+if TYPE_CHECKING:
+    from fakekey.client import Client
+
+# About 100 ms of work for the costliest reply form (RESP3 member/score pairs).
+STREAM_ABOVE = 20_000
+PICKS_PER_CHUNK = 1024
 TOO_MANY_PICKS = ReplyError(
-    f"ERR value is out of range, fakekey answers at most {MAX_REPEATED_PICKS} repeated picks"
+    f"ERR value is out of range, fakekey answers at most {STREAM_ABOVE} repeated picks "
+    "inside a transaction or a script"
 )
 
+# k picks -> the reply's elements for them (a flat pair is two elements)
+PickChunk = Callable[[int], list[Any]]
 
-def check_repeated_picks(count: int) -> None:
-    """Refuse a negative count asking for more picks than fakekey builds in one reply."""
-    if count < -MAX_REPEATED_PICKS:
-        raise TOO_MANY_PICKS
+
+def draws(population: list[Any]) -> PickChunk:
+    """k picks from `population`, repeats allowed."""
+    return lambda k: random.choices(population, k=k)
+
+
+def repeated_picks(c: Client, picks: int, live: PickChunk, snapshot: Callable[[], PickChunk],
+                   elements_per_pick: int = 1) -> Any:
+    """The reply for `picks` random picks with repetition: built at once from the value
+    (`live`) when small, else streamed (or refused where it cannot be), drawn from
+    `snapshot()`: the value as it is now, as Valkey's reply is."""
+    if picks <= STREAM_ABOVE:
+        return live(picks)
+    if c.reply_mode != "on":
+        return []  # a reply nobody sends is not built
+    connection = c.connection
+    if connection is None or c.state.deny_blocking or c.state.current_client is not c:
+        raise TOO_MANY_PICKS  # part of an EXEC's or a script's reply: built whole, bounded
+    chunk = snapshot()
+    left = picks
+
+    def next_elements() -> list[Any]:
+        nonlocal left
+        k = min(PICKS_PER_CHUNK, left)
+        left -= k
+        return chunk(k)
+
+    hard_limit = c.state.output_hard_limit("normal")
+    return StreamedReply(c, picks * elements_per_pick, next_elements, hard_limit).start()

@@ -768,8 +768,8 @@ def info_stats(state: Any) -> InfoLines:
         f"total_writes_processed:{state.commands_processed}",
         "io_threaded_reads_processed:0",
         "io_threaded_writes_processed:0",
-        "client_query_buffer_limit_disconnections:0",
-        "client_output_buffer_limit_disconnections:0",
+        f"client_query_buffer_limit_disconnections:{state.stats['client_query_buffer_limit_disconnections']}",
+        f"client_output_buffer_limit_disconnections:{state.stats['client_output_buffer_limit_disconnections']}",
         "reply_buffer_shrinks:0",
         "reply_buffer_expands:0",
     ]

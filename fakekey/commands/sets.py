@@ -13,7 +13,7 @@ from typing import Any
 
 from fakekey.client import Client
 from fakekey.commands.args import LLONG_MIN, SYNTAX, WRONGTYPE, parse_int, try_int
-from fakekey.commands.picks import check_repeated_picks
+from fakekey.commands.picks import draws, repeated_picks
 from fakekey.commands.registry import command, keys_numkeys, keys_range
 from fakekey.commands.scan import parse_cursor, parse_scan_options
 from fakekey.resp.replies import ReplyError, SetReply
@@ -269,9 +269,11 @@ def srandmember_count(c: Client, key: bytes, count: int) -> list[bytes]:
     s = lookup_set(c, key)
     if s is None or count == 0:
         return []
-    check_repeated_picks(count)
-    if count < 0 or count == 1:
-        return [s.random_member() for _ in range(abs(count))]
+    if count < 0:
+        return repeated_picks(c, -count, lambda k: [s.random_member() for _ in range(k)],
+                              lambda: draws(s.ordered()))
+    if count == 1:
+        return [s.random_member()]
     size = len(s)
     if count >= size:
         return list(s.ordered())

@@ -22,7 +22,7 @@ from fakekey.commands.args import (
     parse_timeout,
     wrong_args,
 )
-from fakekey.commands.picks import check_repeated_picks
+from fakekey.commands.picks import PickChunk, draws, repeated_picks
 from fakekey.commands.registry import command, keys_numkeys, keys_range
 from fakekey.commands.scan import hash_order, hash_order_page, parse_cursor, parse_scan_options
 from fakekey.resp.encoder import format_double
@@ -702,15 +702,24 @@ def zrandmember(c: Client, argv: list[bytes]) -> Any:
     zs = lookup_zset(c, argv[1])
     if zs is None or count == 0:
         return []
+    if count < 0:
+        flat = withscores and c.protocol == 2
+        return repeated_picks(c, -count, lambda k: pairs_reply(c, zs.random_pairs(k), withscores),
+                              lambda: member_draws(c, zs.pairs(), withscores), 2 if flat else 1)
     return pairs_reply(c, random_members(zs, count), withscores)
 
 
+def member_draws(c: Client, pairs: list[Pair], withscores: bool) -> PickChunk:
+    """k random members (repeats allowed) of a zset as it was, with scores if asked."""
+    pick = draws(pairs)
+    return lambda k: pairs_reply(c, pick(k), withscores)
+
+
 def random_members(zs: ZSet, count: int) -> list[Pair]:
-    """Valkey's cases: repeats allowed (negative count, or 1) in pick order; the whole set
-    (count >= size) from the highest score down; else distinct members."""
-    if count < 0 or count == 1:
-        check_repeated_picks(count)
-        return zs.random_pairs(abs(count))
+    """Valkey's cases for a positive count: one pick; the whole set (count >= size) from
+    the highest score down; else distinct members."""
+    if count == 1:
+        return zs.random_pairs(1)
     if count >= len(zs):
         return zs.pairs(reverse=True)
     return zs.random_distinct(count)

@@ -685,6 +685,7 @@ class ScriptRun:
 
     # the blocking machinery treats the caller's `blocked` marker as an inactive waiter
     active = False
+    holds_output = False
     as_function = False
     funcname = b""
     dirty = False  # it ran a write command: SCRIPT KILL can no longer stop it

@@ -72,6 +72,13 @@ class RawClient:
                 return line
             self._fill()
 
+    def peek_line(self) -> bytes:
+        """The next reply's first line, left unread: a reply's type and size before
+        reading it (or not: a streamed reply can be too big to read whole)."""
+        while (idx := self.buf.find(b"\r\n")) < 0:
+            self._fill()
+        return self.buf[:idx]
+
     def _exact(self, n: int) -> bytes:
         while len(self.buf) < n + 2:
             self._fill()

@@ -1,7 +1,7 @@
 """Hostile input that Valkey answers at once: long numeric garbage, huge glob patterns,
 counts at the extremes, odd DEBUG SLEEP values. Each request must get Valkey's reply and
 get it quickly (the bound is generous: the bugs these guard against took seconds to
-minutes). fakekey's own limits (repeated random picks, the clock's range) are pinned in
+minutes). fakekey's own limits (huge random picks, the clock's range) are pinned in
 the fakekey_only tests at the end."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from fakekey.commands.picks import MAX_REPEATED_PICKS
+from fakekey.commands.picks import STREAM_ABOVE
 
 QUICK = 3.0  # seconds: generous for a busy machine; the bugs took 10 s to minutes
 DIGITS = b"1" * 60_000
@@ -260,35 +260,101 @@ def test_debug_sleep_reads_a_prefix(r2):
 # --- fakekey's own bounds ------------------------------------------------------------------------
 
 
-TOO_MANY = ("-", f"ERR value is out of range, fakekey answers at most {MAX_REPEATED_PICKS} "
-                 "repeated picks".encode())
+# --- big replies of repeated random picks ----------------------------------------------------
+# fakekey streams a reply of more than STREAM_ABOVE picks (fakekey/streaming.py); Valkey
+# builds it whole. A client sees the same reply either way.
+
+BIG = STREAM_ABOVE + 5_000
+
+
+def fill_pick_sources(r) -> None:
+    r.call("SADD", "s", "a", "b", "c")
+    r.call("HSET", "h", "a", "1", "b", "2")
+    r.call("ZADD", "z", "1", "a", "2.5", "b")
+
+
+def test_big_repeated_picks_arrive_whole_and_in_order(r, proto):
+    fill_pick_sources(r)
+    replies = r.pipeline(("SRANDMEMBER", "s", -BIG), ("HRANDFIELD", "h", -BIG, "WITHVALUES"),
+                         ("ZRANDMEMBER", "z", -BIG, "WITHSCORES"), ("PING",))
+    members, fields, pairs, pong = replies
+    assert members[0] == "*" and len(members[1]) == BIG
+    assert {m for _, m in members[1]} <= {b"a", b"b", b"c"}
+    if proto == 2:
+        assert len(fields[1]) == 2 * BIG and len(pairs[1]) == 2 * BIG
+        assert {(f[1], v[1]) for f, v in zip(fields[1][::2], fields[1][1::2])} <= {(b"a", b"1"), (b"b", b"2")}
+        assert {(m[1], x[1]) for m, x in zip(pairs[1][::2], pairs[1][1::2])} <= {(b"a", b"1"), (b"b", b"2.5")}
+    else:
+        assert len(fields[1]) == BIG and len(pairs[1]) == BIG
+        assert {(p[1][0][1], p[1][1][1]) for p in fields[1]} <= {(b"a", b"1"), (b"b", b"2")}
+        assert {(p[1][0], p[1][1]) for p in pairs[1]} <= {(("$", b"a"), (",", b"1")), (("$", b"b"), (",", b"2.5"))}
+    assert pong == ("+", b"PONG")  # the request behind a big reply is answered after it
+
+
+def test_a_reply_past_the_normal_output_limit_drops_the_client(target, r2):
+    """Valkey builds the reply, passes the hard limit and frees the client: the reply
+    never arrives whole (fakekey: it stops sending past the limit)."""
+    fill_pick_sources(r2)
+    before = _stat(r2, "client_output_buffer_limit_disconnections")
+    assert r2.call("CONFIG", "SET", "client-output-buffer-limit", "normal 1mb 0 0") == ("+", b"OK")
+    try:
+        victim = target.raw(2)
+        victim.send("SRANDMEMBER", "s", -2_000_000)  # about 14 MB of reply
+        with pytest.raises((ConnectionError, OSError)):
+            for _ in range(2_000_001):
+                victim.read()
+        victim.close()
+    finally:
+        r2.call("CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0")
+    assert _stat(r2, "client_output_buffer_limit_disconnections") == before + 1
+
+
+def _stat(r, name: str) -> int:
+    info = r.call("INFO", "stats")[1].decode()
+    return int(next(line.split(":")[1] for line in info.splitlines() if line.startswith(name + ":")))
 
 
 @pytest.mark.fakekey_only
 @pytest.mark.parametrize(
-    "args",
+    "args, length",
     [
-        ("SRANDMEMBER", "s", -(2**31) + 1),
-        ("HRANDFIELD", "h", -9_999_999_999),
-        ("HRANDFIELD", "h", -(2**32), "WITHVALUES"),
-        ("ZRANDMEMBER", "z", -9_999_999_999, "WITHSCORES"),
-        ("ZRANDMEMBER", "z", -LLONG_MAX),
-        ("SRANDMEMBER", "s", -MAX_REPEATED_PICKS - 1),
+        (("SRANDMEMBER", "s", -(2**31) + 1), 2**31 - 1),
+        (("HRANDFIELD", "h", -9_999_999_999), 9_999_999_999),
+        (("HRANDFIELD", "h", -(2**32), "WITHVALUES"), 2 * 2**32),
+        (("ZRANDMEMBER", "z", -9_999_999_999, "WITHSCORES"), 2 * 9_999_999_999),
+        (("ZRANDMEMBER", "z", -LLONG_MAX), LLONG_MAX),
     ],
 )
-def test_repeated_picks_are_bounded(r2, args):
-    r2.call("SADD", "s", "a", "b")
-    r2.call("HSET", "h", "a", "1")
-    r2.call("ZADD", "z", "1", "a")
-    assert quick(r2, *args) == TOO_MANY
+def test_a_huge_reply_streams_while_others_are_served(target, r2, args, length):
+    """Counts Valkey accepts and would take minutes and gigabytes to answer: the reply
+    starts at once and goes on while another client is served."""
+    fill_pick_sources(r2)
+    hostile = target.raw(2)
+    hostile.send(*args)
+    assert hostile.peek_line() == b"*%d" % length
+    for _ in range(5):
+        start = time.perf_counter()
+        assert r2.call("PING") == ("+", b"PONG")
+        assert time.perf_counter() - start < 0.5
+    hostile.close()
+    assert r2.call("PING") == ("+", b"PONG")
+
+
+TOO_MANY = ("-", f"ERR value is out of range, fakekey answers at most {STREAM_ABOVE} repeated "
+                 "picks inside a transaction or a script".encode())
 
 
 @pytest.mark.fakekey_only
-def test_repeated_picks_up_to_the_bound(r, proto):
-    r.call("ZADD", "z", "1", "a", "2", "b")
-    kind, picks = quick(r, "ZRANDMEMBER", "z", -MAX_REPEATED_PICKS, "WITHSCORES")
-    assert kind == "*"
-    assert len(picks) == (2 * MAX_REPEATED_PICKS if proto == 2 else MAX_REPEATED_PICKS)
+def test_a_huge_pick_inside_exec_or_a_script_is_refused(r2):
+    """A reply that is part of EXEC's or a script's cannot be streamed: past the bound
+    it is refused, in Valkey's words for a count out of range."""
+    fill_pick_sources(r2)
+    r2.call("MULTI")
+    r2.call("SRANDMEMBER", "s", -BIG)
+    r2.call("SRANDMEMBER", "s", -3)
+    kind, replies = r2.call("EXEC")
+    assert kind == "*" and replies[0] == TOO_MANY and len(replies[1][1]) == 3
+    assert quick(r2, "EVAL", "return redis.pcall('HRANDFIELD', 'h', ARGV[1])", 0, -BIG) == TOO_MANY
 
 
 @pytest.mark.fakekey_only
