@@ -59,6 +59,7 @@ class Endpoint:
     name: str
     host: str
     port: int
+    pid: int | None = None  # the server's process, when this machine runs it: its CPU is read
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ class Measurement:
     p95_ms: float | None = None
     p99_ms: float | None = None
     max_ms: float | None = None
+    # the server's CPU time per request (µs, every thread; from /proc), when it is local
+    cpu_us: float | None = None
     # Figures a Python workload reports besides `rps`, e.g. {"publish/s": 9000.0}.
     extra: dict[str, float] = field(default_factory=dict)
 
@@ -906,7 +909,7 @@ def fakekey_process() -> Iterator[Endpoint]:
         )
         try:
             _wait_for_fakekey(proc, port, log)
-            yield Endpoint("fakekey", "127.0.0.1", port)
+            yield Endpoint("fakekey", "127.0.0.1", port, proc.pid)
         finally:
             proc.terminate()
             try:
@@ -932,7 +935,7 @@ def valkey_process() -> Iterator[Endpoint]:
     target = ValkeyTarget(binary)
     target.start()
     try:
-        yield Endpoint("valkey", target.host, target.port)
+        yield Endpoint("valkey", target.host, target.port, target.proc.pid if target.proc else None)
     finally:
         target.stop()
 
@@ -1014,7 +1017,11 @@ def run_one(workload: Workload, endpoint: Endpoint, settings: RunSettings) -> Re
             started = time.perf_counter()
             workload.setup(endpoint, settings)
             result.setup_s = time.perf_counter() - started
-        result.measurement = workload.run(endpoint, settings)
+        cpu_before = cpu_seconds(endpoint.pid)
+        result.measurement = measurement = workload.run(endpoint, settings)
+        cpu_after = cpu_seconds(endpoint.pid)
+        if cpu_before is not None and cpu_after is not None and settings.requests:
+            measurement.cpu_us = (cpu_after - cpu_before) / settings.requests * 1e6
     except (WorkloadFailed, OSError) as err:
         result.note = f"{endpoint.name}: {err}"
     return result
@@ -1068,7 +1075,24 @@ def _rps(m: Measurement | None) -> str:
     return "-" if m is None else f"{m.rps:,.0f}"
 
 
-TABLE_HEADER = ("workload", "fakekey rps", "valkey rps", "fk/vk", "fk p50 ms", "vk p50 ms", "fk p99 ms", "vk p99 ms")
+def _us(m: Measurement | None) -> str:
+    return "-" if m is None or m.cpu_us is None else f"{m.cpu_us:.2f}"
+
+
+def cpu_ratio(fakekey: Measurement | None, valkey: Measurement | None) -> float | None:
+    """Valkey's CPU per request over fakekey's: the issue's efficiency figure (1.0 = par)."""
+    if fakekey is None or valkey is None or not fakekey.cpu_us or valkey.cpu_us is None:
+        return None
+    return valkey.cpu_us / fakekey.cpu_us
+
+
+def _cpu_ratio(fakekey: Measurement | None, valkey: Measurement | None) -> str:
+    share = cpu_ratio(fakekey, valkey)
+    return "-" if share is None else f"{share:.2f}"
+
+
+TABLE_HEADER = ("workload", "fakekey rps", "valkey rps", "fk/vk", "fk p50 ms", "vk p50 ms", "fk p99 ms",
+                "vk p99 ms", "fk cpu µs", "vk cpu µs", "vk/fk cpu")
 SHORT_NAMES = {"fakekey": "fk", "valkey": "vk"}
 
 
@@ -1086,6 +1110,7 @@ def table_rows(results: list[Result], pipeline: int,
             name, _rps(fkm), _rps(vkm), "-" if share is None else f"{share:.2f}",
             _ms(fkm.p50_ms if fkm else None), _ms(vkm.p50_ms if vkm else None),
             _ms(fkm.p99_ms if fkm else None), _ms(vkm.p99_ms if vkm else None),
+            _us(fkm), _us(vkm), _cpu_ratio(fkm, vkm),
         ))
         for note in dict.fromkeys(r.note for r in (fk, vk) if r is not None and r.note):
             notes.append(f"{name}: {note}")
@@ -1178,6 +1203,77 @@ def report(results: list[Result], plan: Plan) -> str:
     return "\n\n".join(blocks)
 
 
+HISTORY_FIELDS = ("time", "commit", "workload", "pipeline", "requests", "clients",
+                  "fk_rps", "vk_rps", "fk_cpu_us", "vk_cpu_us")
+
+
+def history_rows(results: list[Result], when: str, commit: str) -> list[dict[str, Any]]:
+    """One row per workload and pipeline depth that has fakekey's CPU figure."""
+    by_key = {(r.workload, r.pipeline, r.server): r for r in results}
+    rows = []
+    for (name, pipeline, server), result in by_key.items():
+        fk = result.measurement
+        if server != "fakekey" or fk is None or fk.cpu_us is None:
+            continue
+        vk_result = by_key.get((name, pipeline, "valkey"))
+        vk = vk_result.measurement if vk_result else None
+        rows.append({
+            "time": when, "commit": commit, "workload": name, "pipeline": pipeline,
+            "requests": result.requests, "clients": result.clients, "fk_rps": round(fk.rps),
+            "vk_rps": round(vk.rps) if vk else "", "fk_cpu_us": f"{fk.cpu_us:.3f}",
+            "vk_cpu_us": f"{vk.cpu_us:.3f}" if vk and vk.cpu_us is not None else "",
+        })
+    return rows
+
+
+def read_history(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def append_history(path: Path, rows: list[dict[str, Any]]) -> None:
+    """Add this run to the history file (CSV, one row per workload and depth)."""
+    if not rows:
+        return
+    new = not path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=HISTORY_FIELDS)
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+
+
+def changes_since(history: list[dict[str, str]], rows: list[dict[str, Any]], threshold: float = 0.10) -> list[str]:
+    """fakekey's CPU per request against the last recorded run of the same workload and
+    depth: one line each, the ones past `threshold` flagged (a regression shows as a number)."""
+    last: dict[tuple[str, str], dict[str, str]] = {}
+    for row in history:
+        last[row["workload"], row["pipeline"]] = row
+    lines = []
+    for row in rows:
+        before = last.get((row["workload"], str(row["pipeline"])))
+        if before is None or not before.get("fk_cpu_us"):
+            continue
+        was, now = float(before["fk_cpu_us"]), float(row["fk_cpu_us"])
+        change = now / was if was else 0.0
+        flag = "  SLOWER" if change > 1 + threshold else ("  faster" if change < 1 - threshold else "")
+        lines.append(f"{row['workload']:<18} -P {row['pipeline']:<3} fk cpu µs {was:8.2f} -> {now:8.2f}"
+                     f"  x{change:.2f} (since {before['commit']}){flag}")
+    return lines
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             cwd=Path(__file__).resolve().parent, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
 def write_json(path: Path, results: list[Result], meta: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"meta": meta, "results": [asdict(result) for result in results]}
@@ -1231,6 +1327,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--json", type=Path, help="results file (default bench/results/<timestamp>.json)")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per redis-benchmark run")
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
+    parser.add_argument("--history", type=Path, default=RESULTS_DIR / "history.csv",
+                        help="CSV file the run's CPU figures are added to (default bench/results/history.csv;"
+                             " only servers this run started are recorded)")
+    parser.add_argument("--no-history", action="store_true", help="do not read or add to the history file")
     return parser.parse_args(argv)
 
 
@@ -1277,6 +1377,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     path = args.json or RESULTS_DIR / f"{datetime.now():%Y%m%d-%H%M%S}.json"
     write_json(path, results, meta)
     print(f"\nresults: {path}")
+    if not args.no_history:
+        rows = history_rows(results, meta["time"], git_commit())
+        changes = changes_since(read_history(args.history), rows)
+        if changes:
+            print("\nfakekey's CPU per request against the last recorded run:\n" + "\n".join(changes))
+        append_history(args.history, rows)
+        if rows:
+            print(f"history: {args.history}")
     return 0
 
 

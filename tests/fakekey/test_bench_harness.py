@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -76,21 +77,38 @@ def test_ratio() -> None:
 def test_table_rows_ratio_latency_and_notes() -> None:
     R, M = bench.Result, bench.Measurement
     results = [
-        R("SET", "fakekey", 1, 1000, 50, M(rps=25000.0, p50_ms=1.5, p99_ms=4.0)),
-        R("SET", "valkey", 1, 1000, 50, M(rps=50000.0, p50_ms=0.5, p99_ms=1.0)),
+        R("SET", "fakekey", 1, 1000, 50, M(rps=25000.0, p50_ms=1.5, p99_ms=4.0, cpu_us=20.0)),
+        R("SET", "valkey", 1, 1000, 50, M(rps=50000.0, p50_ms=0.5, p99_ms=1.0, cpu_us=8.0)),
         R("INCR", "fakekey", 1, 1000, 50, note="fakekey: ERR unknown command 'INCR'"),
         R("INCR", "valkey", 1, 1000, 50, M(rps=40000.0, p50_ms=0.6)),
         R("SET", "fakekey", 16, 5000, 50, M(rps=1.0)),
     ]
     rows, notes = bench.table_rows(results, 1)
     assert rows == [
-        ("SET", "25,000", "50,000", "0.50", "1.500", "0.500", "4.000", "1.000"),
-        ("INCR", "-", "40,000", "-", "-", "0.600", "-", "-"),
+        ("SET", "25,000", "50,000", "0.50", "1.500", "0.500", "4.000", "1.000", "20.00", "8.00", "0.40"),
+        ("INCR", "-", "40,000", "-", "-", "0.600", "-", "-", "-", "-", "-"),
     ]
     assert notes == ["INCR: fakekey: ERR unknown command 'INCR'"]
     table = bench.format_table(rows).splitlines()
     assert table[0].split() == [w for h in bench.TABLE_HEADER for w in h.split()]
     assert len({len(line) for line in table}) == 1  # aligned columns
+
+
+def test_history_records_cpu_and_shows_the_change(tmp_path: Path) -> None:
+    R, M = bench.Result, bench.Measurement
+    first = [R("SET", "fakekey", 16, 1000, 50, M(rps=1.0, cpu_us=4.0)),
+             R("SET", "valkey", 16, 1000, 50, M(rps=2.0, cpu_us=1.5)),
+             R("GET", "fakekey", 16, 1000, 50, M(rps=1.0))]  # no CPU figure: not recorded
+    path = tmp_path / "history.csv"
+    rows = bench.history_rows(first, "t1", "abc1234")
+    assert [(r["workload"], r["fk_cpu_us"], r["vk_cpu_us"]) for r in rows] == [("SET", "4.000", "1.500")]
+    assert bench.changes_since(bench.read_history(path), rows) == []
+    bench.append_history(path, rows)
+    later = bench.history_rows([R("SET", "fakekey", 16, 1000, 50, M(rps=1.0, cpu_us=5.0))], "t2", "def5678")
+    [line] = bench.changes_since(bench.read_history(path), later)
+    assert "4.00 ->     5.00  x1.25 (since abc1234)  SLOWER" in line
+    bench.append_history(path, later)
+    assert [r["commit"] for r in bench.read_history(path)] == ["abc1234", "def5678"]
 
 
 def test_benchmark_error_prefers_the_server_error_and_trims_it() -> None:
@@ -394,7 +412,16 @@ def test_short_real_run(fakekey_endpoint: Any, tmp_path: Path, capsys: pytest.Ca
     assert [(r["workload"], r["server"], r["pipeline"]) for r in results] == [
         ("PING_MBULK", "fakekey", 1), ("ZPOPMIN_10K", "fakekey", 1)]
     assert all(r["measurement"]["rps"] > 0 and r["note"] == "" for r in results)
+    assert all(r["measurement"]["cpu_us"] is None for r in results)  # a server it did not start
     assert results[0]["setup_s"] is None and results[1]["setup_s"] >= 0
     with RawClient(fakekey_endpoint.host, fakekey_endpoint.port) as client:  # 2,000 pops (and a few more)
         assert 7000 <= client.call("ZCARD", "bench:zpop:10K")[1] <= 8000
     assert "ZPOPMIN_10K" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(shutil.which("redis-benchmark") is None, reason="redis-benchmark not installed")
+def test_a_server_with_a_known_process_gets_its_cpu_per_request(fakekey_endpoint: Any) -> None:
+    local = bench.Endpoint("fakekey", fakekey_endpoint.host, fakekey_endpoint.port, os.getpid())
+    [workload] = bench.select_workloads("ping_mbulk")
+    result = bench.run_one(workload, local, bench.RunSettings(2000, 10, 1, 60))
+    assert result.measurement is not None and result.measurement.cpu_us > 0
