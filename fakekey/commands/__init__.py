@@ -16,6 +16,7 @@ FAMILIES = (
     "sets",
     "zsets",
     "lists",
+    "sort",
     "streams",
     "transactions",
     "pubsub",

@@ -90,6 +90,10 @@ def key_spec(spec: KeySpec) -> dict[bytes, Any]:
     if spec.notes:
         out[b"notes"] = spec.notes.encode()
     out[b"flags"] = SetReply(Simple(f.encode()) for f in ordered(spec.flags, KEY_FLAG_ORDER))
+    if spec.unknown:
+        out[b"begin_search"] = {b"type": b"unknown", b"spec": {}}
+        out[b"find_keys"] = {b"type": b"unknown", b"spec": {}}
+        return out
     if spec.keyword:
         begin = {b"type": b"keyword",
                  b"spec": {b"keyword": spec.keyword.encode(), b"startfrom": spec.startfrom}}
@@ -237,6 +241,8 @@ def keys_by_specs(cmd: Command, args: list[bytes]) -> list[tuple[int, tuple[str,
         positions = find_keys(spec, args)
         if positions is None:
             return None
+        if "incomplete" in spec.flags and (positions or not spec.keyword):
+            return None  # an incomplete spec that applies: Valkey asks the command's finder
         found.extend((i, spec.flags) for i in positions)
     return found
 

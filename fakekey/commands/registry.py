@@ -53,6 +53,11 @@ class KeySpec:
     keyword: str = ""
     startfrom: int = 0
     notes: str = ""  # COMMAND INFO's key spec notes
+    # An "unknown" spec (SORT's BY/GET patterns and STORE): COMMAND INFO shows begin_search
+    # and find_keys as unknown; `finder(argv)`, when given, finds the keys (Valkey's getkeys
+    # function), otherwise the spec finds none.
+    unknown: bool = False
+    finder: Callable[[list[bytes]], list[int]] | None = None
 
 
 @dataclass
@@ -114,7 +119,7 @@ class Command:
 
 def _legacy_range(specs: tuple[KeySpec, ...]) -> tuple[tuple[int, int, int], bool]:
     """((first, last, step), movable) as Valkey's populateCommandLegacyRangeSpec makes them."""
-    plain = [s for s in specs if not s.numkeys_at and not s.keyword]
+    plain = [s for s in specs if not s.numkeys_at and not s.keyword and not s.unknown]
     if len(specs) == 1 and plain:
         spec = plain[0]
         return (spec.first, spec.last, spec.step), "incomplete" in spec.flags
@@ -151,6 +156,8 @@ def find_keys(spec: KeySpec, argv: list[bytes]) -> list[int] | None:
     """The key indexes one spec finds in argv; None when the arguments contradict it (a
     bad numkeys, keys past the end), which COMMAND GETKEYS reports as invalid."""
     argc = len(argv)
+    if spec.unknown:
+        return spec.finder(argv) if spec.finder is not None else []
     if spec.keyword:
         first = _keyword_begin(spec, argv)
         if first is None:

@@ -422,6 +422,30 @@ ZSET = [
     Spec("bzpopmin", _cmd("BZPOPMIN", _some(KEY, 2), "0.01")),
 ]
 
+# SORT: patterns put an element in a key name ("1" -> "k1"), so BY and GET meet the keys
+# above. Every request has one deterministic answer on Valkey: numeric orders break ties
+# by the element, ALPHA without BY has no ties (no NULs here), and BY nosort only stores
+# (a hashtable set's own order is Valkey's hash order; stored, it is sorted).
+SORT_PATTERN = st.sampled_from([b"k*", b"k*->f1", b"#", b"nostar", b"k*->"])
+SORT_GETS = _some(st.tuples(st.just(b"GET"), SORT_PATTERN), max_size=2, min_size=0)
+SORT_ORDER = _opt(st.sampled_from([b"ASC", b"DESC"]))
+SORT_BY = _opt(st.tuples(st.just(b"BY"), st.sampled_from([b"k*", b"k*->f1"])))
+
+
+def _sort_requests(name: str, store: st.SearchStrategy[Any]) -> st.SearchStrategy[Argv]:
+    return st.one_of(
+        _cmd(name, KEY, SORT_BY, LIMIT, SORT_GETS, SORT_ORDER, store),
+        _cmd(name, KEY, LIMIT, SORT_GETS, SORT_ORDER, "ALPHA", store),
+    )
+
+
+SORT_STORE = _opt(st.tuples(st.just(b"STORE"), KEY))
+SORT = [
+    Spec("sort", _sort_requests("SORT", SORT_STORE)
+         | _cmd("SORT", KEY, "BY", "nosort", LIMIT, SORT_GETS, SORT_ORDER, "STORE", KEY)),
+    Spec("sort_ro", _sort_requests("SORT_RO", st.none())),
+]
+
 FAMILIES: dict[str, list[Spec]] = {
     "string": STRING,
     "generic": GENERIC,
@@ -430,6 +454,7 @@ FAMILIES: dict[str, list[Spec]] = {
     "bitmap": BITMAP,
     "hash": HASH,
     "zset": ZSET,
+    "sort": SORT,
 }
 
 
