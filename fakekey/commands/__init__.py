@@ -18,6 +18,7 @@ FAMILIES = (
     "lists",
     "sort",
     "streams",
+    "dump",
     "transactions",
     "pubsub",
     "scripting",
