@@ -15,6 +15,7 @@ FAMILIES = (
     "hashes",
     "sets",
     "zsets",
+    "geo",
     "lists",
     "sort",
     "streams",

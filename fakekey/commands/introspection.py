@@ -257,7 +257,10 @@ def keys_with_flags(cmd: Command, args: list[bytes]) -> list[tuple[int, tuple[st
             return found
     if cmd.get_keys is not None:
         flags = tuple(f for spec in cmd.keys for f in spec.flags if f != "variable_flags")
-        return [(i, flags) for i in cmd.get_keys(args)]
+        # a key one spec also finds takes that spec's flags (GEORADIUS: RO source, OW STORE)
+        by_spec = {i: tuple(f for f in spec_flags if f != "variable_flags")
+                   for i, spec_flags in keys_by_specs(cmd, args) or ()}
+        return [(i, by_spec.get(i, flags)) for i in cmd.get_keys(args)]
     return keys_by_specs(cmd, args) or []
 
 

@@ -446,6 +446,56 @@ SORT = [
     Spec("sort_ro", _sort_requests("SORT_RO", st.none())),
 ]
 
+# Geo: positions from a small alphabet (valid, on the edges, out of range, not numbers), so
+# searches find members, distances repeat (ties) and errors come up; STOREDIST scores of
+# these positions print the same on both servers.
+GEO_LON = st.sampled_from([b"0", b"13.361389", b"15.087269", b"15.1", b"-122.27", b"180", b"-180",
+                           b"181", b"x", b"1e3"])
+GEO_LAT = st.sampled_from([b"0", b"38.115556", b"37.502669", b"37.5", b"37.8", b"85.05112878",
+                           b"-85.05112878", b"86", b"nan"])
+GEO_UNIT = st.sampled_from([b"m", b"km", b"ft", b"mi", b"KM", b"x"])
+GEO_SIZE = st.sampled_from([b"0", b"100", b"200", b"1000", b"20000", b"-1", b"x", b"inf", b"5000"])
+GEO_FROM = st.one_of(st.tuples(st.just(b"FROMMEMBER"), MEMBER), st.tuples(st.just(b"FROMLONLAT"), GEO_LON, GEO_LAT))
+GEO_POLYGON = st.tuples(
+    st.just(b"BYPOLYGON"), st.sampled_from([b"3", b"3", b"2", b"x"]),
+    st.sampled_from([(b"10", b"30", b"20", b"30", b"15", b"45"), (b"-130", b"30", b"0", b"0", b"20", b"40")]),
+)
+# a centre and a circle or a box; a polygon (no centre); now and then both (an error)
+GEO_AREA = st.one_of(
+    st.tuples(GEO_FROM, st.just(b"BYRADIUS"), GEO_SIZE, GEO_UNIT),
+    st.tuples(GEO_FROM, st.just(b"BYBOX"), GEO_SIZE, GEO_SIZE, GEO_UNIT),
+    GEO_POLYGON,
+    st.tuples(_opt(GEO_FROM), GEO_POLYGON),
+)
+GEO_COUNT = _opt(st.tuples(st.just(b"COUNT"), st.sampled_from([b"1", b"2", b"3", b"0", b"x"]),
+                           _opt(st.just(b"ANY"))))
+GEO_WITH = st.lists(st.sampled_from([b"WITHDIST", b"WITHHASH", b"WITHCOORD", b"ASC", b"DESC"]),
+                    max_size=3, unique=True)
+GEO_STORE = _opt(st.tuples(st.sampled_from([b"STORE", b"STOREDIST"]), KEY))
+
+
+def _geo_search(name: str, store: st.SearchStrategy[Any]) -> st.SearchStrategy[Argv]:
+    """A GEOSEARCH-like request: the source key (after the destination for the STORE form),
+    the area, options."""
+    return _cmd(name, store, KEY, GEO_AREA, GEO_WITH, GEO_COUNT,
+                _opt(st.just(b"STOREDIST")) if name == "GEOSEARCHSTORE" else st.none())
+
+
+GEO = [
+    Spec("geoadd", _cmd("GEOADD", KEY, st.lists(st.sampled_from([b"NX", b"XX", b"CH"]), max_size=2),
+                        _some(st.tuples(GEO_LON, GEO_LAT, MEMBER)))),
+    Spec("geopos", _cmd("GEOPOS", KEY, _some(MEMBER))),
+    Spec("geohash", _cmd("GEOHASH", KEY, _some(MEMBER))),
+    Spec("geodist", _cmd("GEODIST", KEY, MEMBER, MEMBER, _opt(GEO_UNIT))),
+    Spec("geosearch", _geo_search("GEOSEARCH", st.none())),
+    Spec("geosearchstore", _geo_search("GEOSEARCHSTORE", KEY)),
+    Spec("georadius", _cmd("GEORADIUS", KEY, GEO_LON, GEO_LAT, GEO_SIZE, GEO_UNIT, GEO_WITH, GEO_COUNT, GEO_STORE)),
+    Spec("georadius_ro", _cmd("GEORADIUS_RO", KEY, GEO_LON, GEO_LAT, GEO_SIZE, GEO_UNIT, GEO_WITH, GEO_COUNT)),
+    Spec("georadiusbymember", _cmd("GEORADIUSBYMEMBER", KEY, MEMBER, GEO_SIZE, GEO_UNIT, GEO_WITH, GEO_COUNT,
+                                   GEO_STORE)),
+    Spec("georadiusbymember_ro", _cmd("GEORADIUSBYMEMBER_RO", KEY, MEMBER, GEO_SIZE, GEO_UNIT, GEO_WITH, GEO_COUNT)),
+]
+
 FAMILIES: dict[str, list[Spec]] = {
     "string": STRING,
     "generic": GENERIC,
@@ -455,6 +505,7 @@ FAMILIES: dict[str, list[Spec]] = {
     "hash": HASH,
     "zset": ZSET,
     "sort": SORT,
+    "geo": GEO,
 }
 
 
