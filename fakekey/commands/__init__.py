@@ -12,6 +12,7 @@ FAMILIES = (
     "keys",
     "strings",
     "bitmaps",
+    "hyperloglog",
     "hashes",
     "sets",
     "zsets",

@@ -446,6 +446,16 @@ SORT = [
     Spec("sort_ro", _sort_requests("SORT_RO", st.none())),
 ]
 
+# a HyperLogLog past the sparse limit (3000 bytes) becomes dense
+HLL_ELEMENTS = st.sampled_from([[b"h%d" % i for i in range(n)] for n in (30, 700, 3000)])
+
+HLL = [
+    Spec("pfadd", _cmd("PFADD", KEY, _some(MEMBER, min_size=0) | HLL_ELEMENTS)),
+    Spec("pfcount", _cmd("PFCOUNT", _some(KEY))),
+    Spec("pfmerge", _cmd("PFMERGE", KEY, _some(KEY, min_size=0))),
+    Spec("pfdebug", _cmd("PFDEBUG", st.sampled_from([b"ENCODING", b"TODENSE", b"DECODE", b"GETREG", b"x"]), KEY)),
+]
+
 # Geo: positions from a small alphabet (valid, on the edges, out of range, not numbers), so
 # searches find members, distances repeat (ties) and errors come up; STOREDIST scores of
 # these positions print the same on both servers.
@@ -506,6 +516,7 @@ FAMILIES: dict[str, list[Spec]] = {
     "zset": ZSET,
     "sort": SORT,
     "geo": GEO,
+    "hll": HLL,
 }
 
 
