@@ -12,8 +12,10 @@ valkey-server, started as in bench/run.py):
   sent with EVALSHA) on valkey and on fakekey; at 1 and 50 concurrent clients, unpipelined
   and pipelined (a client sends P enqueues in one write, then P claims, then the P
   completes). Each client counts the jobs it completed. Reports the median of several runs:
-  jobs/s, the server's CPU time per job (utime + stime from /proc/<pid>/stat), and the ratio
-  verbs on fakekey / scripts on valkey.
+  jobs/s, the server's CPU time per job (utime + stime from /proc/<pid>/stat), and the
+  ratios verbs on fakekey / scripts on valkey (of jobs/s, and of CPU efficiency: valkey's
+  CPU per job over fakekey's). The runs of one configuration take turns, server after
+  server, so that a busy spell of a shared machine slows every server alike.
 - sweeps: one PROMOTE (batch B) and one STALLED.CHECK (limit B) over B due members, in a
   queue whose swept set holds N members (every member with its row), for a small and a big
   N: the time of one sweep, the median of several, and big/small per server, which stays
@@ -375,6 +377,7 @@ class Plan:
     sizes: list[int]
     due: int
     sweep_repeats: int
+    wires: list[str] = field(default_factory=lambda: ["verbs", "scripts"])
     log: Any = field(default=lambda line: print(line, file=sys.stderr, flush=True))
 
 
@@ -417,27 +420,33 @@ def cycle_configs(endpoint: Endpoint) -> list[str]:
 
 
 def measure_cycles(plan: Plan, endpoints: list[Endpoint]) -> list[CycleResult]:
+    """Every (server, wire) of one configuration runs once, then again, `repeats` times:
+    the servers take turns, so a busy spell of the machine falls on all of them."""
+    wires = [(e, w) for e in endpoints for w in cycle_configs(e) if e.name != "fakekey" or w in plan.wires]
     results = []
     serial = 0
-    for endpoint in endpoints:
-        for wire in cycle_configs(endpoint):
-            for clients in plan.clients:
-                for depth in plan.pipelines:
-                    result = CycleResult(endpoint.name, wire, clients, depth, plan.jobs, [])
+    for clients in plan.clients:
+        for depth in plan.pipelines:
+            group = [CycleResult(e.name, w, clients, depth, plan.jobs, []) for e, w in wires]
+            for _ in range(plan.repeats):
+                for (endpoint, wire), result in zip(wires, group, strict=True):
+                    if result.note:
+                        continue
+                    serial += 1
                     try:
-                        for _ in range(plan.repeats):
-                            serial += 1
-                            run = run_cycle(endpoint, wire, clients, plan.jobs, depth, f"bench{serial}")
-                            result.runs.append({"jobs": run.jobs, "seconds": run.seconds, "cpu_s": run.cpu_s,
-                                                "jobs_per_s": run.jobs_per_s, "cpu_us_per_job": run.cpu_us_per_job})
+                        run = run_cycle(endpoint, wire, clients, plan.jobs, depth, f"bench{serial}")
                     except (ServerError, harness.WorkloadFailed, OSError) as err:
                         result.note = f"{endpoint.name} {wire}: {harness.short_error(str(err))}"
-                    result.jobs_per_s = _median([r["jobs_per_s"] for r in result.runs])
-                    result.cpu_us_per_job = _median([r["cpu_us_per_job"] for r in result.runs])
-                    plan.log(f"cycle {endpoint.name:<8} {wire:<8} -c {clients:<3} -P {depth:<3} "
-                             f"{_num(result.jobs_per_s)} jobs/s  {_num(result.cpu_us_per_job, '.1f')} us/job"
-                             + (f"  ({result.note})" if result.note else ""))
-                    results.append(result)
+                        continue
+                    result.runs.append({"jobs": run.jobs, "seconds": run.seconds, "cpu_s": run.cpu_s,
+                                        "jobs_per_s": run.jobs_per_s, "cpu_us_per_job": run.cpu_us_per_job})
+            for result in group:
+                result.jobs_per_s = _median([r["jobs_per_s"] for r in result.runs])
+                result.cpu_us_per_job = _median([r["cpu_us_per_job"] for r in result.runs])
+                plan.log(f"cycle {result.server:<8} {result.wire:<8} -c {clients:<3} -P {depth:<3} "
+                         f"{_num(result.jobs_per_s)} jobs/s  {_num(result.cpu_us_per_job, '.1f')} us/job"
+                         + (f"  ({result.note})" if result.note else ""))
+            results += group
     return results
 
 
@@ -500,19 +509,20 @@ def _ratio(a: float | None, b: float | None) -> float | None:
 
 def cycle_table(results: list[CycleResult]) -> str:
     """One row per (clients, pipeline): jobs/s and CPU us/job of each server and wire, and
-    the ratio verbs on fakekey / scripts on valkey."""
+    the ratios verbs on fakekey / scripts on valkey: of jobs/s, and of CPU efficiency
+    (valkey's CPU per job / fakekey's), which a machine busy with other work disturbs less."""
     by = {(r.server, r.wire, r.clients, r.pipeline): r for r in results}
     configs = sorted({(r.clients, r.pipeline) for r in results})
     columns = [("fakekey", "verbs"), ("fakekey", "scripts"), ("valkey", "scripts")]
     header = ("clients", "-P", "fk verbs j/s", "fk scripts j/s", "vk scripts j/s", "verbs/vk",
-              "fk verbs us/job", "fk scripts us/job", "vk scripts us/job")
+              "fk verbs us/job", "fk scripts us/job", "vk scripts us/job", "cpu verbs/vk")
     rows = []
     for clients, depth in configs:
         cells = [by.get((s, w, clients, depth)) for s, w in columns]
         rates = [None if c is None else c.jobs_per_s for c in cells]
         cpus = [None if c is None else c.cpu_us_per_job for c in cells]
         rows.append((str(clients), str(depth), *(_num(v) for v in rates), _num(_ratio(rates[0], rates[2]), ".2f"),
-                     *(_num(v, ".1f") for v in cpus)))
+                     *(_num(v, ".1f") for v in cpus), _num(_ratio(cpus[2], cpus[0]), ".2f")))
     notes = [f"  note: {r.note}" for r in results if r.note]
     return "\n".join(["EMQ job cycle: ENQUEUE -> CLAIM -> COMPLETE (medians)",
                       harness.format_table(rows, header), *notes])
@@ -564,6 +574,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--due", type=int, help="due members per sweep, and its batch/limit (1000)")
     parser.add_argument("--sweep-repeats", type=int, help="sweeps per size; the median is reported (5)")
     parser.add_argument("--only", choices=("fakekey", "valkey"), help="benchmark one server only")
+    parser.add_argument("--wires", type=lambda text: text.split(","), default=["verbs", "scripts"],
+                        help="the cycle's wires on fakekey, comma list (verbs,scripts); valkey runs the scripts")
     parser.add_argument("--fakekey-url", help="benchmark this running fakekey instead of starting one")
     parser.add_argument("--valkey-url", help="benchmark this running valkey instead of starting one")
     parser.add_argument("--json", type=Path, help="results file (default bench/results/emq-<timestamp>.json)")
@@ -581,7 +593,7 @@ def plan_from_args(args: argparse.Namespace) -> Plan:
     parts = ["cycle", "sweeps"] if args.part == "all" else [args.part]
     pipelines = args.pipeline or base["pipelines"]
     return Plan(parts, args.clients, pipelines, pick("jobs"), pick("repeats"), pick("sizes"), pick("due"),
-                pick("sweep_repeats"))
+                pick("sweep_repeats"), args.wires)
 
 
 @contextlib.contextmanager

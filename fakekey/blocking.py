@@ -118,10 +118,15 @@ class Blocking:
         """The blocking command completed: one call, with the time its runs took (`ran`:
         the last run already counted its call in run_command)."""
         cmd = waiter.cmd
-        if not ran:
+        state = self.state
+        if not ran:  # run_command timed every run; this is the time answering the end
             cmd.calls += 1
-            self.state.commands_processed += 1
-        cmd.usec += -(-(waiter.busy_ns + elapsed_ns) // 1000)  # whole microseconds, up
+            state.commands_processed += 1
+            cmd.ns += elapsed_ns
+            if waiter.busy_ns + elapsed_ns >= state.slow_ns:  # the slow log, at completion
+                from fakekey.commands.observability import log_command
+
+                log_command(state, waiter.client, waiter.argv, (waiter.busy_ns + elapsed_ns) // 1000)
         waiter.client.total_commands += 1
 
     def wait_or_deny(self, client: Client, keys: list[bytes], deadline: int, argv: list[bytes],

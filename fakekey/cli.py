@@ -33,6 +33,7 @@ from typing import TextIO
 from fakekey import VALKEY_VERSION, __version__
 from fakekey.config import Config, ConfigError
 from fakekey.limits import TooFewDescriptors
+from fakekey.persistence import LoadError
 from fakekey.server import Server, new_event_loop
 
 log = logging.getLogger("fakekey.server")
@@ -42,7 +43,9 @@ Directive = tuple[str, list[str]]  # a setting's name and its words
 
 DEFAULT_PIDFILE = "/var/run/valkey.pid"  # what valkey-server writes when daemonized without one
 DAEMON_START_TIMEOUT = 60.0  # seconds the launching process waits for the daemon's ready line
-LOG_LEVELS = {"debug": logging.DEBUG, "verbose": logging.DEBUG, "notice": logging.INFO,
+VERBOSE = 15  # Valkey's level between debug and notice
+logging.addLevelName(VERBOSE, "VERBOSE")
+LOG_LEVELS = {"debug": logging.DEBUG, "verbose": VERBOSE, "notice": logging.INFO,
               "warning": logging.WARNING, "nothing": logging.CRITICAL + 1}
 
 
@@ -120,11 +123,15 @@ def take_launch_directives(directives: list[Directive]) -> tuple[list[Directive]
 
 
 class ValkeyLogFormat(logging.Formatter):
-    """`pid:M 02 Dec 2026 06:39:11.195 # text`: # warning, * notice, - verbose, . debug."""
+    """`pid:M 02 Dec 2026 06:39:11.195 # text`: # warning, * notice, - verbose, . debug.
+    A record with `signal_handler` set is the line Valkey writes from its signal handler:
+    `pid:signal-handler (unix seconds) text`."""
 
-    MARKS = {logging.DEBUG: ".", logging.INFO: "*", logging.WARNING: "#"}
+    MARKS = {logging.DEBUG: ".", VERBOSE: "-", logging.INFO: "*", logging.WARNING: "#"}
 
     def format(self, record: logging.LogRecord) -> str:
+        if getattr(record, "signal_handler", False):
+            return f"{os.getpid()}:signal-handler ({int(record.created)}) {record.getMessage()}"
         stamp = time.strftime("%d %b %Y %H:%M:%S", time.localtime(record.created))
         mark = self.MARKS.get(record.levelno, "#")
         return f"{os.getpid()}:M {stamp}.{int(record.msecs):03d} {mark} {record.getMessage()}"
@@ -295,10 +302,19 @@ def stop_on_signals(server: Server) -> None:
     loop = asyncio.get_running_loop()
 
     def stop(signame: str) -> None:
-        log.info("Received %s scheduling shutdown...", signame)
+        log.warning("Received %s scheduling shutdown...", signame, extra={"signal_handler": True})
         future = server.state.shutdown_requested
-        if future is not None and not future.done():
-            future.set_result(None)
+        if future is None or future.done():
+            return
+        # as Valkey: save when a save rule is set (shutdown-on-sig* may say otherwise)
+        flags = server.state.config["shutdown-on-sigterm" if signame == "SIGTERM" else "shutdown-on-sigint"]
+        flags = set(flags.split()) if isinstance(flags, str) else set(flags)
+        save = True if "save" in flags else False if "nosave" in flags else None
+        persistence = server.state.persistence
+        if persistence is not None and not persistence.shutdown(save, force="force" in flags):
+            log.warning("Error trying to save the DB, can't exit.")
+            return
+        future.set_result(None)
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop, signal.Signals(signum).name)
@@ -333,7 +349,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         config.values["pidfile"] = config["pidfile"] or DEFAULT_PIDFILE
     launch.pidfile = config["pidfile"] or None
     log_like_valkey(config["logfile"], config["loglevel"])
+    log_banner()
     return run(server, launch)
+
+
+def log_banner() -> None:
+    """Valkey's first log lines, with fakekey's version after its own."""
+    bits = 64 if sys.maxsize > 2**32 else 32
+    log.info("oO0OoO0OoO0Oo Valkey is starting oO0OoO0OoO0Oo")
+    log.info("Valkey version=%s, bits=%d, commit=00000000, modified=0, pid=%d, just started "
+             "(fakekey %s)", VALKEY_VERSION, bits, os.getpid(), __version__)
+    log.info("Configuration loaded")
 
 
 def run(server: Server, launch: Launch) -> int:
@@ -343,6 +369,10 @@ def run(server: Server, launch: Launch) -> int:
         loop.run_until_complete(_serve(server, launch))
     except (TooFewDescriptors, PortFileError):
         return 1  # logged already
+    except LoadError as err:  # a damaged snapshot or log: refuse, and leave it as it is
+        log.warning("Fatal error loading the DB: %s. Exiting.", err)
+        print(f"fakekey-server: {err}", file=sys.stderr)
+        return 1
     except OSError as err:
         log.warning("Failed listening on port %d (tcp), aborting.", server.port)
         print(f"{err}", file=sys.stderr)
@@ -356,6 +386,8 @@ def run(server: Server, launch: Launch) -> int:
 
 
 async def _serve(server: Server, launch: Launch) -> None:
+    log.info("Running mode=standalone, port=%d.", server.port)
+    log.info("Server initialized")
     await server.start_async()
     server.state.shutdown_requested = asyncio.get_running_loop().create_future()
     stop_on_signals(server)
@@ -363,7 +395,7 @@ async def _serve(server: Server, launch: Launch) -> None:
     await server.state.shutdown_requested
     log.info("User requested shutdown...")
     await server.stop_async()
-    log.info("fakekey is now ready to exit, bye bye...")
+    log.warning("Valkey is now ready to exit, bye bye...")
 
 
 if __name__ == "__main__":

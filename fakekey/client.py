@@ -47,6 +47,8 @@ class Client:
         self.no_touch = False
         self.close_after_reply = False
         self.killed = False
+        self.monitor = False  # in MONITOR mode (commands/observability.py)
+        self.tracking: Any = None  # CLIENT TRACKING on: a ClientTracking (fakekey/tracking.py)
         # MULTI / WATCH
         self.in_multi = False
         self.multi_queue: list[tuple[Any, list[bytes]]] = []
@@ -98,27 +100,30 @@ class Client:
         self.db = self.state.dbs[index]
 
     def flags(self) -> str:
-        out = ""
-        if self.blocked is not None and not self.blocked.holds_output:
-            out += "b"
-        if self.in_multi:
-            out += "x"
-        if self.watch_dirty and self.watching:
-            out += "d"
+        """CLIENT LIST's flags, in Valkey's order (O P x b ... d c ... e T)."""
+        out = "O" if self.monitor else ""
         if self.subscriptions or self.shard_channels:
             out += "P"
+        if self.in_multi:
+            out += "x"
+        if self.blocked is not None and not self.blocked.holds_output:
+            out += "b"
+        if self.tracking is not None:
+            out += self.tracking.list_flags()
+        if self.watch_dirty and self.watching:
+            out += "d"
+        if self.close_after_reply:
+            out += "c"
         if self.no_evict:
             out += "e"
         if self.no_touch:
             out += "T"
-        if self.close_after_reply:
-            out += "c"
         return out or "N"
 
     def push(self, items: list[Any], encoded: dict[int, bytes] | None = None) -> None:
         """A pub/sub message: a push frame in RESP3, an array in RESP2 (`encoded` caches
         the frame per protocol when one message goes to many). A subscriber whose unread
-        output passes the pubsub hard limit is disconnected, as Valkey does."""
+        output passes the pubsub limits is disconnected (Connection.check_output)."""
         state = self.state
         if state.current_client is self or (self.blocked is not None and self.blocked.holds_output):
             self.deferred_pushes.append(items)  # after the reply of the running command
@@ -132,10 +137,7 @@ class Client:
             frame = encoded.get(self.protocol)
             if frame is None:
                 frame = encoded[self.protocol] = self.encoder.encode(Push(items))
-        connection.write(frame)
-        if connection.output_backlog() > state.pubsub_hard_limit:
-            state.stats["client_output_buffer_limit_disconnections"] += 1
-            connection.close()
+        connection.write(frame)  # the output limits are checked there
 
     def send(self, reply: Any) -> None:
         """Write a reply outside the request cycle (a woken client, a pub/sub message)."""

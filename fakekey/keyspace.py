@@ -5,8 +5,8 @@ encoding); every other type is an object from `fakekey.types` with a `TYPE_NAME`
 
 The write funnel (`written`, `deleted`, `set_value`) does, for every change to a key:
 bump WATCH state, delete a container left empty, mark the key ready for blocked clients,
-and emit the keyspace notification. Handlers call the funnel; they never do these
-themselves.
+invalidate the key for client-side caches (`state.tracking`, fakekey/tracking.py) and
+emit the keyspace notification. Handlers call the funnel; they never do these themselves.
 """
 
 from __future__ import annotations
@@ -136,6 +136,10 @@ class Database:
             self._touch_watchers(key)
         if self.waiting and key in self.waiting and key in self.data:
             self.state.blocking.signal(self, key)
+        if self.state.tracking:  # client-side caching: the readers' invalidation
+            self.state.tracking.invalidate(key)
+        if self.state.memory is not None:  # maxmemory: the key's new estimate (fakekey/eviction.py)
+            self.state.memory.changed(self, key)
         if self.state.notify_flags:
             if event is not None:
                 self.state.notify(self, klass, event, key)
@@ -158,6 +162,8 @@ class Database:
             self._touch_watchers(key)
         if self.waiting and key in self.waiting:
             self.state.blocking.signal_deleted(self, key)
+        if self.state.tracking:
+            self.state.tracking.invalidate(key)
         if event is not None and self.state.notify_flags:
             self.state.notify(self, "g", event, key)
         return True
@@ -170,6 +176,8 @@ class Database:
 
     def _remove(self, key: bytes) -> None:
         del self.data[key]
+        if self.state.memory is not None:
+            self.state.memory.removed(self, key)
         if self.numbers_as_text:
             self.numbers_as_text.discard(key)
         self.access.pop(key, None)
@@ -209,7 +217,8 @@ class Database:
         when = self.expires.get(key)
         if when is None or self.state.now <= when:
             return False
-        self.expire_now(key)
+        if self.state.paused is None:  # CLIENT PAUSE: expired, but kept until it ends
+            self.expire_now(key)
         return True
 
     def expire_now(self, key: bytes) -> None:
@@ -219,12 +228,16 @@ class Database:
         if type(value) is not bytes:
             release(self.state, value, lazy_setting(self.state, "expire"))
         self.state.stats["expired_keys"] += 1
+        if self.state.aof is not None:  # logged as a removal where it happened
+            self.state.aof.expired(self.index, key)
         if self.watched:
             self._touch_watchers(key)
         if self.waiting and key in self.waiting:
             self.state.blocking.signal_deleted(self, key)
         if self.state.notify_flags:
             self.state.notify(self, "x", "expired", key)
+        if self.state.tracking:  # after `expired`, as Valkey's deleteExpiredKeyAndPropagate
+            self.state.tracking.invalidate(key)
 
     def expire_due(self, now: int, budget: int | None = None) -> int:
         """Active expiry: delete keys whose deadline passed (all, or a random sample)."""
@@ -246,6 +259,8 @@ class Database:
         self.touch_all_watchers()
         # waiters that care about deletion (XREADGROUP) are told, as for DEL
         gone = [key for key in self.waiting if key in self.data] if self.waiting else []
+        if self.state.memory is not None:
+            self.state.memory.flushed(self)
         self.data.clear()
         self.expires.clear()
         self.access.clear()
@@ -254,10 +269,15 @@ class Database:
             self.state.blocking.signal_deleted(self, key)
 
     def random_key(self) -> bytes | None:
+        tries = 100  # paused, every key may be expired and kept: Valkey gives one after 100
         while self.data:
             key = random.choice(list(self.data))
             if not self._expire_if_due(key):
                 return key
+            if self.state.paused is not None and len(self.expires) == len(self.data):
+                tries -= 1
+                if not tries:
+                    return key
         return None
 
     def __len__(self) -> int:

@@ -45,7 +45,7 @@ def _sampled(items: Any, count: int, samples: int, cost: Any) -> int:
     return sum(taken) * count // len(taken)
 
 
-def string_size(value: bytes) -> int:
+def string_size(value: bytes | bytearray) -> int:
     # an embedded string (up to 44 bytes) shares the object's allocation
     return len(value) + 3 if len(value) <= 44 else _alloc(len(value) + 9)
 
@@ -94,7 +94,7 @@ def stream_size(value: Any) -> int:
 def value_size(value: Any, state: Any, samples: int) -> int:
     """The value's estimated bytes, `samples` elements sampled in the big encodings."""
     if isinstance(value, bytes | bytearray):
-        return string_size(bytes(value))
+        return string_size(value)
     kind = value.TYPE_NAME
     if kind == "list":
         return list_size(value, state, samples)
@@ -110,3 +110,61 @@ def value_size(value: Any, state: Any, samples: int) -> int:
 def key_usage(key: bytes, value: Any, state: Any, samples: int) -> int:
     """MEMORY USAGE: the object (with its key embedded) and its value."""
     return _alloc(ROBJ + len(key) + 3 + value_size(value, state, samples))
+
+
+# --- the estimate maxmemory keeps up to date (fakekey/eviction.py) ---------------------------
+
+TRACKED_SAMPLES = 5  # elements sampled per big container on each change
+HASHTABLE_ENTRY = 24  # the keyspace's own entry (and bucket) for a key
+EXPIRE_ENTRY = 32  # and the expires table's, for a key with a deadline
+
+
+def quick_value_size(value: Any, state: Any) -> int:
+    """value_size in O(samples) whatever the value's length, for the write funnel: a big
+    list's nodes and a stream's nodes are estimated from a sample instead of walked."""
+    if isinstance(value, bytes | bytearray):
+        return string_size(value)
+    kind = value.TYPE_NAME
+    if kind == "list":
+        if len(value) <= 128:
+            return list_size(value, state, TRACKED_SAMPLES)
+        data = _sampled(value, len(value), TRACKED_SAMPLES, _entry)
+        return QUICKLIST + (data // 8192 + 1) * (QUICKLIST_NODE + LISTPACK_HEADER) + data
+    if kind == "stream":
+        nodes = value.nodes
+        size = RAX_NODE * (len(nodes) + 1) + _sampled(
+            nodes, len(nodes), TRACKED_SAMPLES, lambda node: max(STREAM_NODE, node.nbytes()))
+        for name, group in value.groups.items():
+            size += HASHTABLE + len(name) + 48 * len(group.pel) + 64 * len(group.consumers)
+        return size
+    return value_size(value, state, TRACKED_SAMPLES)
+
+
+def size_class(size: int) -> int:
+    """The allocator's size class for `size` bytes (jemalloc: 16-byte steps up to 128,
+    then four classes per doubling): what used_memory grows by, where MEMORY USAGE
+    counts the bytes asked for."""
+    if size <= 8:
+        return 8
+    if size <= 128:
+        return (size + 15) & ~15
+    step = 1 << (size.bit_length() - 3)
+    return (size + step - 1) // step * step
+
+
+def quick_key_size(key: bytes, value: Any, state: Any) -> int:
+    """What one key costs in the used-memory estimate: its object, value and table entry."""
+    return size_class(ROBJ + len(key) + 3 + quick_value_size(value, state)) + HASHTABLE_ENTRY
+
+
+def dataset_bytes(state: Any) -> int:
+    """The keyspace's estimated bytes (INFO used_memory less the server's own): the
+    maxmemory tracker's running total when there is one, else a walk of the keys."""
+    tracker = state.memory
+    if tracker is not None:
+        return tracker.used
+    total = 0
+    for db in state.dbs:
+        total += sum(quick_key_size(key, value, state) for key, value in db.data.items())
+        total += EXPIRE_ENTRY * len(db.expires)
+    return total

@@ -16,9 +16,10 @@ from typing import Any
 from fakekey.client import Client
 from fakekey.config import Config
 from fakekey.limits import adjust_open_files_limit
+from fakekey.persistence import Persistence
 from fakekey.resp.parser import ProtocolError
 from fakekey.resp.replies import NO_REPLY, ReplyError
-from fakekey.state import ServerState
+from fakekey.state import UNREAD_OUTPUT_PAUSE, ServerState
 
 try:  # uvloop where installed
     import uvloop
@@ -57,6 +58,7 @@ class Connection(asyncio.Protocol):
         self.corked: list[bytes] = []  # bytes written outside a batch, sent at loop's turn
         self.corked_bytes = 0
         self._queued: tuple[int, int, Any] = (0, 0, None)  # see _queued_bytes
+        self.soft_since = 0  # when the output passed its soft limit (s on the server clock), or 0
 
     # --- asyncio callbacks --------------------------------------------------------------
 
@@ -143,6 +145,7 @@ class Connection(asyncio.Protocol):
         error: ProtocolError | None = None
         next_request = parser.next_request
         limits_auth, limits_epoch = None, -1  # what the parse limits were last read for
+        pending = 0  # reply bytes of this batch since the last look at the output limits
         while client.blocked is None and not (client.close_after_reply or client.killed):
             # the request before may have changed the parse limits (AUTH, CONFIG SET)
             if limits_auth is not client.authenticated or limits_epoch != config.epoch:
@@ -161,8 +164,15 @@ class Connection(asyncio.Protocol):
             if client.reply_mode == "on":
                 if type(reply) is bytes:  # a bulk string, the commonest reply: no dispatch
                     out.append(b"$%d\r\n%s\r\n" % (len(reply), reply))
+                    pending += len(reply)
                 elif reply is not NO_REPLY:
-                    out.append(client.encoder.encode(reply))
+                    out.append(data := client.encoder.encode(reply))
+                    pending += len(data)
+                if pending > state.obuf_check_at:  # as Valkey, after each reply is added
+                    pending = 0
+                    out = self._flush_batch(out)
+                    if not self.check_output() or client.blocked is not None:
+                        break  # dropped, or paused until it reads
             elif reply is not NO_REPLY and client.reply_mode == "skip":
                 client.reply_mode = "on"
             if client.deferred_pushes:
@@ -174,11 +184,53 @@ class Connection(asyncio.Protocol):
             state.stats["total_error_replies"] += 1
             state.error_stats["ERR"] += 1
             client.close_after_reply = True
-        if out:
+        if out and not self.closing:
             self.write(out[0] if len(out) == 1 else b"".join(out))
         if client.close_after_reply or client.killed:
             self.uncork()  # its replies go out before the connection closes
             self.close()
+
+    def _flush_batch(self, out: list[bytes]) -> list[bytes]:
+        """Move the batch's replies so far to the output (in order: after what was
+        gathered before); the batch goes on in a fresh list."""
+        self.out = None
+        self.write(b"".join(out))
+        self.out = out = []
+        return out
+
+    # --- client-output-buffer-limit ----------------------------------------------------
+
+    def check_output(self) -> bool:
+        """Valkey's checkClientOutputBufferLimits on the unread output: past the hard
+        limit, or past the soft one for longer than its seconds, the client is dropped
+        (its unsent output with it). With no normal-class limit, a client with more
+        than UNREAD_OUTPUT_PAUSE unread stops being read until it catches up. False
+        when the client was dropped."""
+        client = self.client
+        if client is None or self.closing:
+            return False
+        state = self.state
+        backlog = self.output_backlog()
+        subscribed = client.channels or client.patterns or client.shard_channels
+        hard, soft, seconds = state.obuf_limits.get("pubsub" if subscribed else "normal", (0, 0, 0))
+        over = bool(hard) and backlog >= hard
+        if soft and backlog >= soft:
+            now = state.clock.now_ms() // 1000
+            if not self.soft_since:
+                self.soft_since = now  # the first time over: the clock starts
+            elif now - self.soft_since > seconds:
+                over = True
+        else:
+            self.soft_since = 0
+        if over:
+            log.warning("Client id=%d addr=%s scheduled to be closed ASAP for overcoming of output "
+                        "buffer limits.", client.id, client.addr)
+            state.stats["client_output_buffer_limit_disconnections"] += 1
+            self.abort()
+            return False
+        if not (hard or soft or subscribed) and backlog > UNREAD_OUTPUT_PAUSE and client.blocked is None:
+            UnreadOutputPause(self).start()
+        return True
 
     def resume(self) -> None:
         """The client was unblocked: run what it sent meanwhile."""
@@ -210,6 +262,8 @@ class Connection(asyncio.Protocol):
                 self._schedule_uncork()
             self.corked.append(data)
             self.corked_bytes += len(data)
+            if self.corked_bytes > self.state.obuf_check_at:
+                self.check_output()
 
     def _schedule_uncork(self) -> None:
         queue = self.state.uncork_queue
@@ -230,7 +284,12 @@ class Connection(asyncio.Protocol):
         if data and transport is not None and not self.closing and not transport.is_closing():
             if self.client is not None:
                 self.client.net_out += len(data)
+                self.client.last_interaction_ms = self.state.now  # a write is an interaction
+            if self.state.aof is not None:  # what a reply acknowledges is in the log first
+                self.state.aof.before_reply()
             self.transport.write(data)
+            if self.soft_since or transport.get_write_buffer_size() > self.state.obuf_check_at:
+                self.check_output()
 
     def close(self) -> None:
         if not self.closing and self.transport is not None:
@@ -238,6 +297,52 @@ class Connection(asyncio.Protocol):
             self.transport.close()
             if self.client is not None:
                 self.state.remove_client(self.client)
+
+    def abort(self) -> None:
+        """Close at once, dropping what the client did not read (close() would wait for
+        a client that never reads)."""
+        if not self.closing and self.transport is not None:
+            self.corked, self.corked_bytes = [], 0
+            self.closing = True
+            self.transport.abort()
+            if self.client is not None:
+                self.state.remove_client(self.client)
+
+
+class UnreadOutputPause:
+    """The `blocked` marker of a client that stopped being read: it has more than
+    UNREAD_OUTPUT_PAUSE of output unread and no normal-class limit to drop it. Its
+    requests stay unread (and unparsed) until the backlog falls to half, as a client
+    behind a long streamed reply (fakekey/streaming.py): nothing wakes or times it out."""
+
+    active = False
+    holds_output = True
+    WAIT = 0.005  # seconds between two looks at the backlog
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def start(self) -> None:
+        connection = self.connection
+        assert connection.client is not None and connection.transport is not None
+        connection.client.blocked = self
+        connection.transport.pause_reading()
+        connection.loop.call_later(self.WAIT, self._look)
+
+    def _look(self) -> None:
+        connection = self.connection
+        client = connection.client
+        if connection.closing or client is None or client.blocked is not self:
+            return
+        if connection.output_backlog() > UNREAD_OUTPUT_PAUSE // 2:
+            connection.loop.call_later(self.WAIT, self._look)
+            return
+        client.blocked = None
+        assert connection.transport is not None
+        connection.transport.resume_reading()
+        connection.resume()  # what it sent before the pause first
+        if client.deferred_pushes and client.blocked is None:
+            connection.flush_deferred_pushes(client)
 
 
 def _uncork_all(queue: list[Connection]) -> None:
@@ -251,6 +356,21 @@ def _uncork_all(queue: list[Connection]) -> None:
         except Exception:  # noqa: BLE001 - reported, and that connection is closed
             log.exception("sending to a client failed")
             connection.close()
+
+
+def close_idle_clients(state: ServerState) -> None:
+    """`timeout`: close the clients idle for more than that many seconds, as Valkey's
+    clientsCronHandleTimeout: not the blocked (nor those behind a long reply), the
+    subscribed or the MONITOR ones. Seconds are whole, as Valkey's unixtime."""
+    if state.busy_script is not None:
+        return
+    limit = state.config["timeout"]
+    now = state.clock.now_ms() // 1000
+    for client in list(state.clients.values()):
+        if (client.blocked is None and not client.monitor and client.connection is not None
+                and not (client.channels or client.patterns or client.shard_channels)
+                and now - client.last_interaction_ms // 1000 > limit):
+            client.connection.close()
 
 
 def protected_mode_refuses(state: ServerState, peer: Any) -> bool:
@@ -463,6 +583,9 @@ class Server:
         config = state.config
         # as Valkey at start-up: maxclients fits the descriptor limit (may log, lower it)
         config.values["maxclients"] = adjust_open_files_limit(config["maxclients"])
+        if state.persistence is None:  # the data on disk first, as Valkey (LoadError refuses)
+            state.persistence = Persistence(state)
+            state.persistence.load()
         sockets = self.listeners.bind(config["bind"], self._requested_port)
         for start in self.listeners.serve(self._loop, sockets):
             await start
@@ -470,6 +593,7 @@ class Server:
         config.appliers["port"] = self._apply_port
         config.appliers["bind"] = self._apply_bind
         self._tasks.append(self._loop.create_task(self._cron()))
+        self._tasks.append(self._loop.create_task(state.persistence.run_cron()))
         return self
 
     # --- CONFIG SET port / bind ---------------------------------------------------------
@@ -511,6 +635,8 @@ class Server:
             try:
                 state.active_expire_cycle()
                 state.blocking.expire_timeouts()
+                if state.config["timeout"]:
+                    close_idle_clients(state)
             except Exception:  # noqa: BLE001 - the cron must never die
                 import traceback
 
@@ -522,6 +648,8 @@ class Server:
         for task in self._tasks:
             task.cancel()
         self._tasks.clear()
+        if self.state.persistence is not None:
+            self.state.persistence.close()  # background saves end, the log is flushed
         servers = self.listeners.close_all()
         for client in list(self.state.clients.values()):
             if client.connection is not None:

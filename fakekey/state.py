@@ -7,28 +7,44 @@ from __future__ import annotations
 import os
 import time
 from collections import Counter
+from time import time_ns
 from typing import TYPE_CHECKING, Any
 
 from fakekey import VALKEY_VERSION, __version__
 from fakekey.acl import Users
 from fakekey.blocking import Blocking
 from fakekey.clock import Clock
+from fakekey.commandlog import SETTINGS, SLOW, CommandLog
 from fakekey.commands import load_all
 from fakekey.commands.args import c_text, wrong_args
 from fakekey.commands.emq.layout import EMQ_MODULE, EMQ_MODULE_VERSION
 from fakekey.commands.hashes import expire_hash_fields
+from fakekey.commands.observability import (
+    feed_monitors,
+    feeds_monitor_after,
+    log_command,
+    refuse_for_monitor,
+    stop_monitoring,
+)
 from fakekey.commands.registry import REGISTRY, Command
 from fakekey.commands.transactions import abort_exec
 from fakekey.config import Config, parse_obuf_limits
 from fakekey.dirty import install as install_dirty_rules
+from fakekey.eviction import MemoryTracker, maxmemory_changed, refuses
 from fakekey.keyspace import Database
+from fakekey.pause import Pause
 from fakekey.pubsub import PubSub, parse_notify_flags
 from fakekey.resp.replies import QUEUED, ReplyError
+from fakekey.tracking import Tracking
 
 if TYPE_CHECKING:
     from fakekey.client import Client
 
 NOAUTH = ReplyError("NOAUTH Authentication required.")
+SLOW_LOG_OFF = 1 << 62  # ns: no command runs this long
+# With no normal-class output limit, a client stops being read while it has this much
+# output unread (Valkey buffers without bound; see docs/differences.md).
+UNREAD_OUTPUT_PAUSE = 32 << 20
 # Run at once even inside MULTI (MULTI and WATCH are refused there by their no_multi flag).
 NOT_QUEUED = frozenset({"exec", "discard", "quit", "reset"})
 # What a RESP2 connection with subscriptions may still run.
@@ -69,6 +85,15 @@ class ServerState:
         self.notify_flags = parse_notify_flags(self.config["notify-keyspace-events"])
         self.config.listeners.append(self._config_changed)
         self.pubsub_hard_limit = self._pubsub_hard_limit()  # read on every message sent
+        # client-output-buffer-limit per class, and the unread output past which a write
+        # looks at them (server.py Connection.check_output): one comparison per write
+        self.obuf_limits, self.obuf_check_at = self._output_limits()
+        # maxmemory (fakekey/eviction.py): the used-memory tracker exists only while it is set
+        self.maxmemory = self.config["maxmemory"]
+        self.memory: MemoryTracker | None = None
+        self.pre_command_oom = False  # out of memory as the running command began (scripts)
+        self.eviction_pool: list[tuple[int, int, bytes]] = []
+        self.next_eviction_db = 0
         self.blocking = Blocking(self)
         self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
         self.scripts: Any = None  # the EVAL engine (commands/scripting.py), made on first use
@@ -85,8 +110,17 @@ class ServerState:
         self.version = __version__
         self.valkey_version = VALKEY_VERSION
         self.shutdown_requested: Any = None
+        self.persistence: Any = None  # snapshots and the log (fakekey/persistence), set by Server
+        self.aof: Any = None  # the append-only log while appendonly is on (persistence/aof.py)
         self.tcp_port = self.config["port"]
         self.fakekey_enabled = self.config["enable-fakekey-commands"]
+        self.monitors: list[Client] = []  # MONITOR clients (commands/observability.py)
+        self.commandlog = CommandLog()  # SLOWLOG and COMMANDLOG (fakekey/commandlog.py)
+        self.slow_ns = self._slow_threshold_ns()  # run_command logs runs at least this long
+        # CLIENT TRACKING's table (fakekey/tracking.py); `tracking` is it only while in use
+        self.tracking_table = Tracking(self)
+        self.tracking: Tracking | None = None
+        self.paused: Pause | None = None  # CLIENT PAUSE in effect (fakekey/pause.py)
 
     # --- clients ------------------------------------------------------------------------
 
@@ -103,9 +137,15 @@ class ServerState:
             self.busy_script.after(self.remove_client, client)
             return
         self.clients.pop(client.id, None)
+        if client.monitor:
+            stop_monitoring(client)
         self.blocking.forget(client)
+        if self.paused is not None:
+            self.paused.forget(client)
         self.unwatch_all(client)
         self.unsubscribe_all(client)
+        if client.tracking is not None:
+            self.tracking_table.disable(client)
 
     def unwatch_all(self, client: Client) -> None:
         for db, key in client.watching:
@@ -125,6 +165,18 @@ class ServerState:
         """client-output-buffer-limit's hard limit for pub/sub clients (none: 2**62)."""
         return self.output_hard_limit("pubsub") or 1 << 62
 
+    def _output_limits(self) -> tuple[dict[str, tuple[int, int, int]], int]:
+        """The limits by class, and the least backlog any of them (or, with no normal
+        limit, fakekey's pause for unread output) can act on."""
+        limits = self.config["client-output-buffer-limit"]
+        if isinstance(limits, str):  # the default, as text
+            limits = parse_obuf_limits(limits)
+        normal = limits.get("normal", (0, 0, 0))
+        thresholds = [size for klass in ("normal", "pubsub") for size in limits.get(klass, (0, 0, 0))[:2] if size]
+        if not (normal[0] or normal[1]):
+            thresholds.append(UNREAD_OUTPUT_PAUSE)
+        return limits, min(thresholds)
+
     def output_hard_limit(self, klass: str) -> int:
         """client-output-buffer-limit's hard limit for a class of clients (0: none)."""
         limits = self.config["client-output-buffer-limit"]
@@ -139,6 +191,26 @@ class ServerState:
             self.notify_flags = parse_notify_flags(value)
         elif name == "client-output-buffer-limit":
             self.pubsub_hard_limit = self._pubsub_hard_limit()
+            self.obuf_limits, self.obuf_check_at = self._output_limits()
+        elif name == "maxmemory":
+            maxmemory_changed(self, value)
+        elif name in SETTINGS[SLOW]:
+            self.slow_ns = self._slow_threshold_ns()
+            self._trim_slow_log()
+
+    def _slow_threshold_ns(self) -> int:
+        """commandlog-execution-slower-than in ns; off (-1, or a max-len of 0): never (an
+        int past any duration: the per-command comparison stays int to int)."""
+        threshold, max_len = (self.config[name] for name in SETTINGS[SLOW])
+        return SLOW_LOG_OFF if threshold < 0 or max_len == 0 else threshold * 1000
+
+    def _trim_slow_log(self) -> None:
+        """Valkey trims a log to its max-len after each command (the CONFIG SET too)
+        while the log is on."""
+        if self.slow_ns != SLOW_LOG_OFF:
+            entries = self.commandlog.logs[SLOW].entries
+            while len(entries) > self.config[SETTINGS[SLOW][1]]:
+                entries.pop()
 
     def module_list(self) -> list[dict[bytes, object]]:
         """Modules as HELLO and MODULE LIST describe them."""
@@ -158,6 +230,8 @@ class ServerState:
     def expire_all_due(self) -> int:
         """Delete every key whose deadline has passed (the clock moved)."""
         now = self.tick()
+        if self.paused is not None:  # keys do not expire while clients are paused
+            return 0
         removed = sum(db.expire_due(now) for db in self.dbs)
         self._expire_fields(now)
         return removed
@@ -171,6 +245,9 @@ class ServerState:
         if self.busy_script is not None:  # the busy script owns the data and the clock
             return
         now = self.tick()
+        if self.paused is not None:  # keys do not expire while clients are paused
+            self.blocking.serve()
+            return
         for db in self.dbs if self.active_expire else ():
             if db.expires:
                 while db.expire_due(now, 20) > 5:
@@ -218,20 +295,38 @@ class ServerState:
             if refusal is not None:
                 cmd.rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
+        if self.maxmemory and self.busy_script is None:  # evict, or refuse what may grow memory
+            refusal = refuses(self, client, cmd, argv)
+            if refusal is not None:
+                cmd.rejected_calls += 1
+                return self._reject(client, refusal, cmd.name == "exec")
         if client.protocol == 2 and (client.channels or client.patterns or client.shard_channels):
             if cmd.name not in SUBSCRIBED_RESP2:
                 return self._reject(client, ReplyError(
                     f"ERR Can't execute '{cmd.name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE"
                     " / PING / QUIT / RESET are allowed in this context"
                 ), cmd.name == "exec")
+        if client.monitor:
+            refusal = refuse_for_monitor(cmd)
+            if refusal is not None:
+                cmd.rejected_calls += 1
+                return self._reject(client, refusal, cmd.name == "exec")
         if self.busy_script is not None:
             return self._call_while_busy(client, cmd, argv)
+        if self.paused is not None:  # CLIENT PAUSE: the one test paid when nothing is paused
+            held = self.paused.hold(client, cmd, argv)
+            if held is not None:
+                return held
         if client.in_multi and cmd.name not in NOT_QUEUED:
             return self._queue(client, cmd, argv)
-        # run it under its own clock snapshot; serve the blocked clients it made ready after
-        self.now = self.clock.now_ms()
+        # run it under its own clock snapshot; serve the blocked clients it made ready after.
+        # One clock read gives the snapshot (the frozen time when the clock is frozen) and
+        # the start of the command's duration (INFO commandstats, the slow log).
+        started = time_ns()
+        frozen = self.clock.frozen_us
+        self.now = started // 1_000_000 if frozen is None else frozen // 1000
         self.current_client = client
-        reply = self.run_command(client, cmd, argv)
+        reply = self.run_command(client, cmd, argv, started)
         self.current_client = None
         if self.blocking.ready:
             self.blocking.serve()
@@ -253,9 +348,10 @@ class ServerState:
             return self._queue(client, cmd, argv)
         return self.run_command(client, cmd, argv)
 
-    def run_command(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
+    def run_command(self, client: Client, cmd: Command, argv: list[bytes], started: int = 0) -> Any:
         """The handler call alone: inside EXEC and scripts, commands share the clock
-        snapshot of the outer command and wake nobody until it ends."""
+        snapshot of the outer command and wake nobody until it ends. `started`: the wall
+        clock's ns when `call` began it (else read here), for the command's duration."""
         if not client.acl_unrestricted:  # EXEC and woken clients: the rules may have changed
             refusal = self._acl_recheck(client, cmd, argv)
             if refusal is not None:
@@ -265,14 +361,31 @@ class ServerState:
         self.touch_keys = not client.no_touch or cmd.name == "touch"
         self.commands_processed += 1
         cmd.calls += 1
+        monitors = self.monitors
+        if monitors and "skip_monitor" in cmd.flags:  # scripts are shown before they run
+            feed_monitors(self, client, argv)
+        if not started:
+            started = time_ns()
         try:
-            return cmd.handler(client, argv)
+            if self.aof is None:
+                reply = cmd.handler(client, argv)
+            else:  # appendonly: the log records what the command changed
+                reply = self.aof.run(client, cmd, argv)
         except ReplyError as err:
             # many errors are shared instances (WRONGTYPE, SYNTAX...): each raise would
             # add its frames, and with them the request's arguments, to one traceback
             err.__traceback__ = None
             cmd.failed_calls += 1
-            return self._count_error(err)
+            reply = self._count_error(err)
+        elapsed = time_ns() - started  # the wall clock: a step back shortens one duration
+        cmd.ns += elapsed
+        if elapsed >= self.slow_ns and "skip_commandlog" not in cmd.flags and client.blocked is None:
+            log_command(self, client, argv, elapsed // 1000)
+        if monitors and feeds_monitor_after(cmd) and self.blocking.reprocessing is None:
+            feed_monitors(self, client, argv)
+        if self.tracking is not None:  # client-side caching: the keys it read (fakekey/tracking.py)
+            self.tracking.after_command(self.current_client or client, client, cmd, argv)
+        return reply
 
     def _acl_recheck(self, client: Client, cmd: Command, argv: list[bytes]) -> ReplyError | None:
         """A restricted client's command run again after its first check: a queued one at
@@ -302,6 +415,8 @@ class ServerState:
             refusal = abort_exec(client, refusal)
         elif client.in_multi:
             client.doom_transaction()
+        if client.tracking is not None and not client.in_multi:
+            client.tracking.caching = False  # a refused request ends CLIENT CACHING too
         return self._count_error(refusal)
 
     def _count_error(self, err: ReplyError) -> ReplyError:

@@ -26,6 +26,7 @@ FAMILIES = (
     "scripting",
     "functions",
     "fakekey_cmds",
+    "observability",
     "modules",
     "emq.controls",
     "emq.jobs",
@@ -44,4 +45,7 @@ def load_all() -> None:
         return
     for name in FAMILIES:
         importlib.import_module(f"fakekey.commands.{name}")
+    from fakekey.commands import doc_data, registry
+
+    doc_data.attach(registry.REGISTRY)  # COMMAND DOCS' argument trees, from fakekey/data
     _loaded = True

@@ -1,8 +1,10 @@
 """CLIENT: ID, GETNAME, SETNAME, LIST, INFO, KILL, SETINFO, CAPA, NO-EVICT, NO-TOUCH,
-REPLY, HELP. (UNBLOCK, PAUSE/UNPAUSE and TRACKING live with blocking and tracking.)"""
+REPLY, HELP, UNBLOCK, and the client-side caching ones: TRACKING, CACHING, GETREDIR,
+TRACKINGINFO (their table and messages: fakekey/tracking.py)."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -12,7 +14,7 @@ from fakekey.client import Client
 from fakekey.commands.args import SYNTAX, parse_int, try_int
 from fakekey.commands.registry import command, container
 from fakekey.commands.server_cmds import help_lines
-from fakekey.resp.replies import NO_REPLY, OK, ReplyError, Verbatim
+from fakekey.resp.replies import NO_REPLY, OK, ReplyError, SetReply, Verbatim
 
 G = "connection"
 BASIC = "noscript loading stale allow_busy"
@@ -288,7 +290,7 @@ def client_line(client: Client, argv_mem: int = 0) -> str:
         ("events", "r"),
         ("cmd", client.last_command),
         ("user", client.user),
-        ("redir", getattr(client, "tracking_redirect", -1)),
+        ("redir", tracking_redirect(client)),
         ("resp", client.protocol),
         ("lib-name", client.lib_name.decode("utf-8", "replace")),
         ("lib-ver", client.lib_ver.decode("utf-8", "replace")),
@@ -329,7 +331,7 @@ CLIENT_TYPES = {
     b"normal": "normal", b"pubsub": "pubsub", b"master": "master", b"primary": "master",
     b"slave": "replica", b"replica": "replica",
 }
-KNOWN_FLAGS = set("AbcdeIMNOPrRSTtuUx")
+KNOWN_FLAGS = set("AbBcdeIMNOPrRSTtuUx")
 KNOWN_CAPA = set("r")
 
 
@@ -502,3 +504,191 @@ def client_unblock(c: Client, argv: list[bytes]) -> Any:
     if target is None or target.blocked is None or not target.blocked.active:
         return 0  # not blocked (a long reply it is being sent is no wait)
     return int(c.state.blocking.unblock(target, reply))
+
+
+# --- client-side caching (the table and the messages: fakekey/tracking.py) ------------------
+
+TRACKING_OPTIONS = {b"bcast": "bcast", b"optin": "optin", b"optout": "optout", b"noloop": "noloop"}
+SWITCH_BCAST = ("ERR You can't switch BCAST mode on/off before disabling tracking for this "
+                "client, and then re-enabling it with a different mode.")
+SWITCH_OPTIN = ("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this "
+                "client, and then re-enabling it with a different mode.")
+
+
+def parse_tracking_options(c: Client, argv: list[bytes]) -> tuple[int, set[str], list[bytes]]:
+    """CLIENT TRACKING's options after on|off, in Valkey's order of checks: the redirect
+    target must exist now (it may leave later)."""
+    redirect = 0
+    options: set[str] = set()
+    prefixes: list[bytes] = []
+    i = 3
+    while i < len(argv):
+        word = argv[i].lower()
+        more = i + 1 < len(argv)
+        if word == b"redirect" and more:
+            i += 1
+            if redirect:
+                raise ReplyError("ERR A client can only redirect to a single other client")
+            redirect = parse_int(argv[i])
+            if redirect not in c.state.clients:
+                raise ReplyError("ERR The client ID you want redirect to does not exist")
+        elif word in TRACKING_OPTIONS:
+            options.add(TRACKING_OPTIONS[word])
+        elif word == b"prefix" and more:
+            i += 1
+            prefixes.append(argv[i])
+        else:
+            raise SYNTAX
+        i += 1
+    return redirect, options, prefixes
+
+
+def check_tracking_on(c: Client, options: set[str], prefixes: list[bytes]) -> None:
+    """The options of CLIENT TRACKING on, among themselves and against the current mode."""
+    if "bcast" not in options and prefixes:
+        raise ReplyError("ERR PREFIX option requires BCAST mode to be enabled")
+    t = c.tracking
+    if t is not None and t.bcast != ("bcast" in options):
+        raise ReplyError(SWITCH_BCAST)
+    if "bcast" in options and options & {"optin", "optout"}:
+        raise ReplyError("ERR OPTIN and OPTOUT are not compatible with BCAST")
+    if {"optin", "optout"} <= options:
+        raise ReplyError("ERR You can't specify both OPTIN mode and OPTOUT mode")
+    if t is not None and (("optin" in options and t.optout) or ("optout" in options and t.optin)):
+        raise ReplyError(SWITCH_OPTIN)
+    if "bcast" in options:
+        check_prefix_overlaps(t.prefixes if t is not None else set(), prefixes)
+
+
+def overlap(a: bytes, b: bytes) -> bool:
+    """Two prefixes overlap when one starts the other (one key would match both)."""
+    return a.startswith(b) or b.startswith(a)
+
+
+def check_prefix_overlaps(existing: set[bytes], prefixes: list[bytes]) -> None:
+    """Valkey checks each new prefix in turn against the client's prefixes (in byte
+    order), then against the new ones after it, and names the first overlap it meets.
+    The same answer, found in O(n log n) rather than Valkey's pairwise scan, so a request
+    with many prefixes cannot hold the server."""
+    clash = first_overlap_with(existing, prefixes)
+    pair = first_overlapping_pair(prefixes)
+    if clash is not None and (pair is None or clash[0] <= pair[0]):
+        i, old = clash
+        raise ReplyError(
+            b"ERR Prefix '" + prefixes[i] + b"' overlaps with an existing prefix '" + old
+            + b"'. Prefixes for a single client must not overlap."
+        )
+    if pair is not None:
+        i, j = pair
+        raise ReplyError(
+            b"ERR Prefix '" + prefixes[i] + b"' overlaps with another provided prefix '"
+            + prefixes[j] + b"'. Prefixes for a single client must not overlap."
+        )
+
+
+def first_overlap_with(existing: set[bytes], prefixes: list[bytes]) -> tuple[int, bytes] | None:
+    """The first new prefix overlapping a current one, with the first current one (in byte
+    order) it overlaps. The current ones never overlap each other, except the empty prefix
+    a bare BCAST adds unchecked: it overlaps everything and sorts first."""
+    if not existing or not prefixes:
+        return None
+    if b"" in existing:
+        return 0, b""
+    ordered = sorted(existing)
+    for i, prefix in enumerate(prefixes):
+        at = bisect_left(ordered, prefix)
+        if at and prefix.startswith(ordered[at - 1]):  # the one current prefix it extends
+            return i, ordered[at - 1]
+        if at < len(ordered) and ordered[at].startswith(prefix):
+            return i, ordered[at]
+    return None
+
+
+def first_overlapping_pair(prefixes: list[bytes]) -> tuple[int, int] | None:
+    """(i, j): the first prefix overlapping a later one, and the first such later one.
+
+    Every overlap is a prefix and a longer string starting with it (or twice the same
+    string), and in byte order a string's own prefixes are the chain still open when it
+    comes: one pass with a stack finds the smallest index in any overlapping pair."""
+    first: dict[bytes, int] = {}
+    best: int | None = None
+    for i, prefix in enumerate(prefixes):
+        if prefix in first:
+            best = first[prefix] if best is None else min(best, first[prefix])
+        else:
+            first[prefix] = i
+    chain: list[tuple[bytes, int]] = []  # (prefix, lowest first index along the chain)
+    for prefix in sorted(first):
+        while chain and not prefix.startswith(chain[-1][0]):
+            chain.pop()
+        low = first[prefix]
+        if chain:
+            low = min(low, chain[-1][1])
+            best = low if best is None else min(best, low)
+        chain.append((prefix, low))
+    if best is None:
+        return None
+    later = next(j for j in range(best + 1, len(prefixes)) if overlap(prefixes[best], prefixes[j]))
+    return best, later
+
+
+@command("client|tracking", -3, "noscript loading stale", acl="connection", since="6.0.0",
+         complexity="O(1). Some options may introduce additional complexity.",
+         summary="Turns server-assisted client-side caching on or off for the connection.")
+def client_tracking(c: Client, argv: list[bytes]) -> Any:
+    redirect, options, prefixes = parse_tracking_options(c, argv)
+    status = argv[2].lower()
+    table = c.state.tracking_table
+    if status == b"on":
+        check_tracking_on(c, options, prefixes)
+        table.enable(c, redirect, "bcast" in options, "optin" in options, "optout" in options,
+                     "noloop" in options, prefixes)
+    elif status == b"off":
+        table.disable(c)
+    else:
+        raise SYNTAX
+    return OK
+
+
+@command("client|caching", 3, "noscript loading stale allow_busy", acl="connection",
+         since="6.0.0", summary="Says whether the keys of the next request are tracked "
+         "(OPTIN and OPTOUT modes).")
+def client_caching(c: Client, argv: list[bytes]) -> Any:
+    t = c.tracking
+    if t is None:
+        raise ReplyError("ERR CLIENT CACHING can be called only when the client is in tracking "
+                         "mode with OPTIN or OPTOUT mode enabled")
+    answer = argv[2].lower()
+    if answer == b"yes":
+        if not t.optin:
+            raise ReplyError("ERR CLIENT CACHING YES is only valid when tracking is enabled in "
+                             "OPTIN mode.")
+    elif answer == b"no":
+        if not t.optout:
+            raise ReplyError("ERR CLIENT CACHING NO is only valid when tracking is enabled in "
+                             "OPTOUT mode.")
+    else:
+        raise SYNTAX
+    t.caching = True  # ServerState.run_command's tracking hook clears it after the next request
+    return OK
+
+
+@command("client|getredir", 2, "noscript loading stale allow_busy", acl="connection",
+         since="6.0.0", summary="Answers the id invalidations are redirected to (0: none, "
+         "-1: tracking is off).")
+def client_getredir(c: Client, argv: list[bytes]) -> Any:
+    return tracking_redirect(c)
+
+
+def tracking_redirect(c: Client) -> int:
+    """CLIENT GETREDIR, TRACKINGINFO's redirect and CLIENT LIST's redir."""
+    return -1 if c.tracking is None else c.tracking.redirect
+
+
+@command("client|trackinginfo", 2, "noscript loading stale", acl="connection", since="6.2.0",
+         summary="Describes the connection's client-side caching state.")
+def client_trackinginfo(c: Client, argv: list[bytes]) -> Any:
+    t = c.tracking
+    flags = [b"off"] if t is None else [b"on", *t.flag_names()]
+    prefixes = sorted(t.prefixes) if t is not None else []
+    return {b"flags": SetReply(flags), b"redirect": tracking_redirect(c), b"prefixes": prefixes}

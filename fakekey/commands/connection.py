@@ -7,6 +7,7 @@ from typing import Any
 from fakekey.acl import set_default_user
 from fakekey.client import Client
 from fakekey.commands.args import parse_db_index, parse_int
+from fakekey.commands.observability import stop_monitoring
 from fakekey.commands.registry import command
 from fakekey.resp.replies import OK, PONG, ReplyError, Simple
 
@@ -54,6 +55,10 @@ def reset(c: Client, argv: list[bytes]) -> Any:
         c.multi_error = False
     state.unwatch_all(c)
     state.unsubscribe_all(c)
+    if c.monitor:
+        stop_monitoring(c)
+    if c.tracking is not None:
+        state.tracking_table.disable(c)
     c.set_protocol(2)
     c.select(0)
     c.name = b""

@@ -82,7 +82,9 @@ def run_function(c: Client, argv: list[bytes], *, read_only: bool) -> Any:
         raise NEGATIVE_KEYS
     if read_only and NO_WRITES not in function.flags:
         raise WRITE_FLAG_ON_RO
-    return engine.runner.execute(FunctionRun(engine, c, function, argv, numkeys))
+    run = FunctionRun(engine, c, function, argv, numkeys)
+    run.allow_oom = "allow-oom" in function.flags
+    return engine.runner.execute(run)
 
 
 # --- FUNCTION ------------------------------------------------------------------------------------

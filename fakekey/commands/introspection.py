@@ -8,6 +8,7 @@ from typing import Any
 
 from fakekey.client import Client
 from fakekey.commands.args import SYNTAX
+from fakekey.commands.doc_data import ArgDoc, CommandDocs
 from fakekey.commands.registry import Command, KeySpec, Registry, command, find_keys
 from fakekey.commands.server_cmds import help_lines
 from fakekey.config import glob_nocase
@@ -159,19 +160,51 @@ def command_info_(c: Client, argv: list[bytes]) -> Any:
 # --- COMMAND DOCS -------------------------------------------------------------------------
 
 
+def arg_docs(arg: ArgDoc) -> dict[bytes, Any]:
+    """One argument in Valkey's map shape; a oneof's or block's own under `arguments`."""
+    out: dict[bytes, Any] = {b"name": arg.name.encode(), b"type": arg.type.encode()}
+    if arg.display_text is not None:
+        out[b"display_text"] = arg.display_text.encode()
+    if arg.key_spec_index >= 0:
+        out[b"key_spec_index"] = arg.key_spec_index
+    for name in ("token", "summary", "since", "deprecated_since"):
+        if (value := getattr(arg, name)) is not None:
+            out[name.encode()] = value.encode()
+    if arg.flags:
+        out[b"flags"] = SetReply(Simple(f.encode()) for f in arg.flags)
+    if arg.arguments:
+        out[b"arguments"] = [arg_docs(sub) for sub in arg.arguments]
+    return out
+
+
+def add_reference_docs(out: dict[bytes, Any], docs: CommandDocs) -> None:
+    """deprecated_since, replaced_by, history and arguments (fakekey/data/command-docs.txt)."""
+    if docs.deprecated_since:
+        out[b"deprecated_since"] = docs.deprecated_since.encode()
+    if docs.replaced_by:
+        out[b"replaced_by"] = docs.replaced_by.encode()
+    if docs.history:
+        out[b"history"] = SetReply([v.encode(), text.encode()] for v, text in docs.history)
+    if docs.arguments:
+        out[b"arguments"] = [arg_docs(arg) for arg in docs.arguments]
+
+
 def command_docs(cmd: Command) -> dict[bytes, Any]:
-    """summary, since, group, complexity, then the module, doc_flags and subcommands when
-    there are. fakekey declares no argument specs, so `arguments` is left out."""
+    """summary, since, group, complexity, then the module, doc_flags, deprecation, history,
+    arguments and subcommands when there are, in Valkey's order."""
     out: dict[bytes, Any] = {
         b"summary": cmd.summary.encode(),
         b"since": cmd.since.encode(),
         b"group": cmd.group.encode(),
-        b"complexity": cmd.complexity.encode(),
     }
+    if cmd.complexity:  # a few commands (MONITOR, LOLWUT) document none
+        out[b"complexity"] = cmd.complexity.encode()
     if cmd.module:
         out[b"module"] = cmd.module.encode()
     if cmd.doc_flags:
         out[b"doc_flags"] = SetReply(Simple(f.encode()) for f in cmd.doc_flags)
+    if cmd.docs is not None:
+        add_reference_docs(out, cmd.docs)
     if cmd.subcommands:
         out[b"subcommands"] = {sub.name.encode(): command_docs(sub) for sub in cmd.subcommands.values()}
     return out

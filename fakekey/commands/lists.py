@@ -104,37 +104,42 @@ def block_or_timeout(c: Client, keys: list[bytes], deadline: int, argv: list[byt
 
 # --- pushes ------------------------------------------------------------------------------
 
+PUSH_COMPLEXITY = ("O(1) for each element added, so O(N) to add N elements when the command is "
+                   "called with multiple arguments.")
+
 
 @command("lpush", -3, "write denyoom fast", keys=keys_range(1, flags=RW_INSERT), acl="list",
-         group=G, since="1.0.0", complexity="O(1) for each element added",
+         group=G, since="1.0.0", complexity=PUSH_COMPLEXITY,
          summary="Prepends elements to a list, creating it if needed.")
 def lpush(c: Client, argv: list[bytes]) -> Any:
     return push(c, argv[1], argv[2:], left=True)
 
 
 @command("rpush", -3, "write denyoom fast", keys=keys_range(1, flags=RW_INSERT), acl="list",
-         group=G, since="1.0.0", complexity="O(1) for each element added",
+         group=G, since="1.0.0", complexity=PUSH_COMPLEXITY,
          summary="Appends elements to a list, creating it if needed.")
 def rpush(c: Client, argv: list[bytes]) -> Any:
     return push(c, argv[1], argv[2:], left=False)
 
 
 @command("lpushx", -3, "write denyoom fast", keys=keys_range(1, flags=RW_INSERT), acl="list",
-         group=G, since="2.2.0", complexity="O(1) for each element added",
+         group=G, since="2.2.0", complexity=PUSH_COMPLEXITY,
          summary="Prepends elements to a list only when the list exists.")
 def lpushx(c: Client, argv: list[bytes]) -> Any:
     return push(c, argv[1], argv[2:], left=True, only_existing=True)
 
 
 @command("rpushx", -3, "write denyoom fast", keys=keys_range(1, flags=RW_INSERT), acl="list",
-         group=G, since="2.2.0", complexity="O(1) for each element added",
+         group=G, since="2.2.0", complexity=PUSH_COMPLEXITY,
          summary="Appends elements to a list only when the list exists.")
 def rpushx(c: Client, argv: list[bytes]) -> Any:
     return push(c, argv[1], argv[2:], left=False, only_existing=True)
 
 
 @command("linsert", 5, "write denyoom", keys=keys_range(1, flags=RW_INSERT), acl="list",
-         group=G, since="2.2.0", complexity="O(N) where N is the number of elements to traverse",
+         group=G, since="2.2.0", complexity="O(N) where N is the number of elements to traverse before seeing the value pivot. "
+         "This means that inserting somewhere on the left end on the list (head) can be considered "
+         "O(1) and inserting somewhere on the right end (tail) is O(N).",
          summary="Inserts an element before or after another element of a list.")
 def linsert(c: Client, argv: list[bytes]) -> Any:
     where = argv[2].upper()
@@ -349,7 +354,8 @@ def lrange(c: Client, argv: list[bytes]) -> Any:
 
 @command("lindex", 3, "readonly", keys=keys_range(1, flags="RO access"), acl="list", group=G,
          since="1.0.0",
-         complexity="O(N) where N is the number of elements to traverse to get to the element at index.",
+         complexity="O(N) where N is the number of elements to traverse to get to the element at index. "
+         "This makes asking for the first or the last element of the list O(1).",
          summary="Answers the element at an index of a list.")
 def lindex(c: Client, argv: list[bytes]) -> Any:
     lst = lookup_list(c, argv[1])  # a missing key answers null before the index is read
@@ -364,7 +370,10 @@ def lindex(c: Client, argv: list[bytes]) -> Any:
 
 
 @command("lpos", -3, "readonly", keys=keys_range(1, flags="RO access"), acl="list", group=G,
-         since="6.0.6", complexity="O(N) where N is the number of elements in the list, for the average case.",
+         since="6.0.6",
+         complexity="O(N) where N is the number of elements in the list, for the average case. When "
+         "searching for elements near the head or the tail of the list, or when the MAXLEN option is "
+         "provided, the command may run in constant time.",
          summary="Answers the index of matching elements of a list.")
 def lpos(c: Client, argv: list[bytes]) -> Any:
     rank, count, maxlen = 1, None, 0

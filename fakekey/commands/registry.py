@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekey.numbers import try_int
+
+if TYPE_CHECKING:
+    from fakekey.commands.doc_data import CommandDocs
 
 Handler = Callable[..., Any]
 
@@ -76,10 +79,12 @@ class Command:
     get_keys: Callable[[list[bytes]], list[int]] | None = None
     tips: tuple[str, ...] = ()  # COMMAND INFO's tips (request_policy:..., nondeterministic_output)
     module: str = ""  # the emulated module that declares it ("trafikey"); "" for built-ins
+    docs: CommandDocs | None = None  # COMMAND DOCS' arguments and history (doc_data.attach)
     subcommands: dict[bytes, Command] = field(default_factory=dict)
     parent: Command | None = None
     calls: int = 0
-    usec: int = 0
+    usec: int = 0  # blocked commands' time answering their timeout or unblock
+    ns: int = 0  # time its runs took (ServerState.run_command); INFO shows usec + ns // 1000
     failed_calls: int = 0
     rejected_calls: int = 0
 

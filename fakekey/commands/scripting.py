@@ -273,6 +273,7 @@ def run_eval(c: Client, argv: list[bytes], *, by_sha: bool, read_only: bool) -> 
         raise WRITE_FLAG_ON_RO
     run = ScriptRun(scripts.bridge, c, script.fn, argv[3:3 + numkeys], argv[3 + numkeys:],
                     read_only or script.no_writes)
+    run.allow_oom = not script.compat and "allow-oom" in script.flags
     reply = scripts.runner.execute(run)
     scripts.used(sha)
     return reply

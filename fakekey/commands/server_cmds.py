@@ -13,10 +13,12 @@ import time
 from typing import Any
 
 from fakekey import REDIS_VERSION
+from fakekey import memory as memory_estimate
 from fakekey.client import Client
 from fakekey.commands.args import SYNTAX, parse_int
 from fakekey.commands.registry import command, container
 from fakekey.config import ConfigError
+from fakekey.digest import dataset_digest, value_digest
 from fakekey.keyspace import Database
 from fakekey.lazyfree import STAT as LAZYFREED
 from fakekey.lazyfree import lazy_setting, released_keys
@@ -83,6 +85,8 @@ def flushdb(c: Client, argv: list[bytes]) -> Any:
     lazy = parse_flush_mode(c, argv)
     removed = flush_database(c.db)
     c.state.dirty += removed
+    if c.state.tracking:  # every tracking client: all keys invalid (fakekey/tracking.py)
+        c.state.tracking.flushed()
     if lazy:
         released_keys(c.state, removed)
     return OK
@@ -96,6 +100,10 @@ def flushall(c: Client, argv: list[bytes]) -> Any:
     lazy = parse_flush_mode(c, argv)
     removed = sum(flush_database(db) for db in c.state.dbs)
     c.state.dirty += removed
+    if c.state.tracking:
+        c.state.tracking.flushed()
+    if c.state.persistence is not None:  # a save of the old data ends; a save rule saves
+        c.state.persistence.flushed_all()
     if lazy:
         released_keys(c.state, removed)
     return OK
@@ -208,7 +216,7 @@ def reset_statistics(state: Any) -> None:
     state.commands_processed = 0
     for cmd in state.registry.all():
         for each in (cmd, *cmd.subcommands.values()):
-            each.calls = each.usec = each.failed_calls = each.rejected_calls = 0
+            each.calls = each.usec = each.ns = each.failed_calls = each.rejected_calls = 0
 
 
 @command("config|rewrite", 2, CONFIG_ADMIN, acl="dangerous", since="2.8.0", tips=ALL_NODES,
@@ -233,6 +241,10 @@ DEBUG_NOT_ALLOWED = ReplyError(
 )
 DEBUG_HELP = [
     "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DIGEST",
+    "    Output a hex signature representing the current DB content.",
+    "DIGEST-VALUE <key> [<key> ...]",
+    "    Output a hex signature of the values of all the specified keys.",
     "ERROR <string>",
     "    Return a RESP protocol error with <string> as message. Useful for clients",
     "    unit tests to simulate error replies.",
@@ -387,6 +399,14 @@ def debug(c: Client, argv: list[bytes]) -> Any:
     if sub == b"set-active-expire" and argc == 3:
         c.state.active_expire = strtod_prefix(argv[2]) != 0
         return OK
+    if sub == b"digest" and argc == 2:
+        dbs = ((db.index, db.data, db.expires) for db in c.state.dbs)
+        return Simple(dataset_digest(dbs, c.state.now))
+    if sub == b"digest-value":
+        # the raw value, as Valkey's dbFind: a logically expired key still counts
+        db = c.db
+        return [Simple(value_digest(db.data.get(key), key in db.expires, c.state.now))
+                for key in argv[2:]]
     raise debug_unknown(argv[1])
 
 
@@ -413,6 +433,11 @@ def shutdown(c: Client, argv: list[bytes]) -> Any:
     if b"ABORT" in flags:
         # fakekey stops at once, so there is never a shutdown waiting to be aborted
         raise ReplyError("ERR No shutdown in progress.")
+    persistence = c.state.persistence
+    if persistence is not None:
+        save = True if b"SAVE" in flags else False if b"NOSAVE" in flags else None
+        if not persistence.shutdown(save, force=b"FORCE" in flags):
+            raise ReplyError("ERR Errors trying to SHUTDOWN. Check logs.")
     request_shutdown(c.state)
     c.close_after_reply = True
     return NO_REPLY
@@ -439,7 +464,7 @@ def lastsave(c: Client, argv: list[bytes]) -> Any:
 
 
 def record_save(c: Client) -> None:
-    """A save with persistence off: nothing is written, the bookkeeping moves on."""
+    """A save of a state that no server runs (no persistence): the bookkeeping moves on."""
     state = c.state
     state.lastsave = state.now // 1000
     state.dirty = 0
@@ -450,7 +475,14 @@ def record_save(c: Client) -> None:
          since="1.0.0", complexity="O(N) where N is the total number of keys in all databases",
          summary="Saves the databases synchronously.")
 def save(c: Client, argv: list[bytes]) -> Any:
-    record_save(c)
+    persistence = c.state.persistence
+    if persistence is None:
+        record_save(c)
+        return OK
+    if persistence.bgsave_in_progress():
+        raise ReplyError("ERR Background save already in progress")
+    if not persistence.save():
+        raise ReplyError("ERR")
     return OK
 
 
@@ -459,13 +491,34 @@ def save(c: Client, argv: list[bytes]) -> Any:
 def bgsave(c: Client, argv: list[bytes]) -> Any:
     if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() != b"SCHEDULE"):
         raise SYNTAX
-    record_save(c)  # done at once, so SCHEDULE never has a save to wait for
+    persistence = c.state.persistence
+    if persistence is None:
+        record_save(c)
+        return Simple(b"Background saving started")
+    if persistence.bgsave_in_progress():
+        raise ReplyError("ERR Background save already in progress")
+    if persistence.rewrite_in_progress():
+        if len(argv) == 2:
+            persistence.bgsave_scheduled = True
+            return Simple(b"Background saving scheduled")
+        raise ReplyError("ERR Another child process is active (AOF?): can't BGSAVE right now. "
+                         "Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.")
+    persistence.start_bgsave()
     return Simple(b"Background saving started")
 
 
 @command("bgrewriteaof", 1, "admin noscript no_async_loading", acl="dangerous", group=G,
          since="1.0.0", summary="Rewrites the append-only file in the background.")
 def bgrewriteaof(c: Client, argv: list[bytes]) -> Any:
+    persistence = c.state.persistence
+    if persistence is None:
+        return Simple(b"Background append only file rewriting started")
+    if persistence.rewrite_in_progress():
+        raise ReplyError("ERR Background append only file rewriting already in progress")
+    if persistence.bgsave_in_progress():
+        persistence.rewrite_scheduled = True
+        return Simple(b"Background append only file rewriting scheduled")
+    persistence.start_rewrite()
     return Simple(b"Background append only file rewriting started")
 
 
@@ -567,8 +620,7 @@ def info_clients(state: Any) -> InfoLines:
         "client_recent_max_input_buffer:0",
         "client_recent_max_output_buffer:0",
         f"blocked_clients:{state.blocking.blocked_count()}",
-        # `tracking` and CLIENT LIST's `tracking_redirect` are the tracking layer's attributes
-        f"tracking_clients:{sum(1 for c in clients if getattr(c, 'tracking', None))}",
+        f"tracking_clients:{sum(1 for c in clients if c.tracking is not None)}",
         f"pubsub_clients:{sum(1 for c in clients if c.subscriptions or c.shard_channels)}",
         f"watching_clients:{sum(1 for c in clients if c.watching)}",
         "clients_in_timeout_table:0",
@@ -584,20 +636,8 @@ def info_clients(state: Any) -> InfoLines:
 STARTUP_MEMORY = 1024 * 1024  # what an empty server reports, about Valkey's figure
 
 
-def value_size(value: Any) -> int:
-    """A rough footprint of one value: bytes for strings, a per-element estimate otherwise."""
-    if isinstance(value, bytes | bytearray):
-        return len(value)
-    return 64 * len(value)
-
-
 def dataset_bytes(state: Any) -> int:
-    total = 0
-    for db in state.dbs:
-        for key, value in db.data.items():
-            total += 48 + len(key) + value_size(value)
-        total += 32 * len(db.expires)
-    return total
+    return memory_estimate.dataset_bytes(state)  # the maxmemory tracker's figure (fakekey/memory.py)
 
 
 def resident_bytes(fallback: int) -> int:
@@ -672,6 +712,8 @@ def info_memory(state: Any) -> InfoLines:
 
 
 def info_persistence(state: Any) -> InfoLines:
+    if state.persistence is not None:
+        return state.persistence.info_lines()
     return [
         "loading:0",
         "async_loading:0",
@@ -703,6 +745,7 @@ def info_persistence(state: Any) -> InfoLines:
         "aof_last_cow_size:0",
         "module_fork_in_progress:0",
         "module_fork_last_cow_size:0",
+        "slot_migration_fork_in_progress:0",
     ]
 
 
@@ -758,9 +801,7 @@ def info_stats(state: Any) -> InfoLines:
         "active_defrag_key_misses:0",
         "total_active_defrag_time:0",
         "current_active_defrag_time:0",
-        "tracking_total_keys:0",
-        "tracking_total_items:0",
-        "tracking_total_prefixes:0",
+        *state.tracking_table.info_stats(),
         "unexpected_error_replies:0",
         f"total_error_replies:{stats['total_error_replies']}",
         "dump_payload_sanitizations:0",
@@ -823,9 +864,10 @@ def info_commandstats(state: Any) -> InfoLines:
     for cmd in state.registry.all():
         for each in (cmd, *cmd.subcommands.values()):
             if each.calls or each.failed_calls or each.rejected_calls:
-                per_call = each.usec / each.calls if each.calls else 0
+                usec = each.usec + each.ns // 1000
+                per_call = usec / each.calls if each.calls else 0
                 lines.append(
-                    f"cmdstat_{each.name}:calls={each.calls},usec={each.usec},"
+                    f"cmdstat_{each.name}:calls={each.calls},usec={usec},"
                     f"usec_per_call={per_call:.2f},rejected_calls={each.rejected_calls},"
                     f"failed_calls={each.failed_calls}"
                 )

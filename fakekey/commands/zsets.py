@@ -8,6 +8,7 @@ BZPOPMIN/BZPOPMAX/BZMPOP: `parse_mpop` (the `numkeys key... MIN|MAX [COUNT n]` t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -105,9 +106,18 @@ def parse_positive(raw: bytes, error: ReplyError = MUST_BE_POSITIVE) -> int:
     return value
 
 
+# The range ends most requests send, as strtod reads them.
+_COMMON_ENDS = {b"-inf": -math.inf, b"+inf": math.inf, b"inf": math.inf, b"0": 0.0}
+
+
 def parse_range_float(raw: bytes) -> float:
     """One end of a score range after its `(`: strtod over the whole argument, where an
     empty string is 0 and overflow/underflow give inf/0 (no ERANGE check)."""
+    value = _COMMON_ENDS.get(raw)
+    if value is not None:
+        return value
+    if raw.isdigit():  # plain digits: float() reads them as strtod does
+        return float(raw)
     body = raw.split(b"\0", 1)[0]  # the C string ends at a NUL
     if not body:
         return 0.0
@@ -183,40 +193,64 @@ def zadd_options(argv: list[bytes], flags: int) -> tuple[int, int]:
     return flags, i
 
 
+def parse_score(raw: bytes) -> float:
+    """A ZADD score: plain digits (the common form) go straight to float(), whose
+    result is then exact and in range; anything else through getDoubleFromObject's checks."""
+    if raw.isdigit() and len(raw) < 300:
+        return float(raw)
+    return parse_float(raw)
+
+
 def zadd_generic(c: Client, argv: list[bytes], flags: int) -> Any:
+    """ZADD and ZINCRBY. The dirty counter moves by the members added or given a new
+    score, as Valkey counts (a member given twice counts each change)."""
     flags, first = zadd_options(argv, flags)
-    scores = [parse_float(raw) for raw in argv[first::2]]
+    scores = [parse_score(raw) for raw in argv[first::2]]
     members = argv[first + 1 :: 2]
     key = argv[1]
     zs = lookup_zset(c, key)
     incr = bool(flags & INCR)
-    limits = ZLimits.of(c.state)
-    longest = max(len(m) for m in members)
     created = zs is None
+    limits = None  # only a listpack (or a new set) reads the thresholds
     if zs is None:
         if flags & XX:
             return None if incr else 0
-        zs = ZSet.create(len(members), longest, limits)
-    else:
-        zs.grow_for(len(members), longest, limits)
+        limits = ZLimits.of(c.state)
+        zs = ZSet.create(len(members), max(map(len, members)), limits)
+    elif not zs.skiplist:
+        limits = ZLimits.of(c.state)
+        zs.grow_for(len(members), max(map(len, members)), limits)
     added = updated = processed = 0
     newscore = 0.0
     nan = False
-    for score, member in zip(scores, members, strict=True):
-        outcome = zadd_one(zs, member, score, flags, limits)
-        if outcome is None:
-            nan = True
-            break
-        kind, newscore = outcome
-        added += kind == "added"
-        updated += kind == "updated"
-        processed += kind != "nop"
+    if not flags:  # plain ZADD, the common case: no option to weigh per member
+        current_scores = zs.scores
+        for score, member in zip(scores, members, strict=True):
+            current = current_scores.get(member)
+            if current is None:
+                zs.insert(member, score, limits)
+                added += 1
+            elif score != current:
+                zs.update(member, score)
+                updated += 1
+    else:
+        for score, member in zip(scores, members, strict=True):
+            outcome = zadd_one(zs, member, score, flags, limits)
+            if outcome is None:
+                nan = True
+                break
+            kind, newscore = outcome
+            added += kind == "added"
+            updated += kind == "updated"
+            processed += kind != "nop"
     if added or updated:
-        event = "zincr" if incr else "zadd"
+        state = c.state
+        start = state.dirty
         if created:
-            c.db.set_value(key, zs, event=event, klass="z")
+            c.db.set_value(key, zs, event="zincr" if incr else "zadd", klass="z")
         else:
-            c.db.written(key, event, "z")
+            c.db.written(key, "zincr" if incr else "zadd", "z")
+        state.dirty = start + added + updated
     if nan:
         raise NAN_SCORE
     if incr:
@@ -225,7 +259,7 @@ def zadd_generic(c: Client, argv: list[bytes], flags: int) -> Any:
 
 
 def zadd_one(
-    zs: ZSet, member: bytes, score: float, flags: int, limits: ZLimits
+    zs: ZSet, member: bytes, score: float, flags: int, limits: ZLimits | None
 ) -> tuple[str, float] | None:
     """zsetAdd: ('added'|'updated'|'same'|'nop', resulting score), or None for NaN."""
     current = zs.score(member)
@@ -256,6 +290,9 @@ def zadd_one(
          "GT, LT, CH, INCR); creates the key if needed.")
 def zadd(c: Client, argv: list[bytes]) -> Any:
     return zadd_generic(c, argv, 0)
+
+
+zadd.dirty_counted = True  # type: ignore[attr-defined]  # it counts its own (fakekey/dirty.py)
 
 
 @command("zincrby", 4, "write denyoom fast", keys=keys_range(1, flags="RW access update"),
@@ -422,7 +459,7 @@ def zlexcount(c: Client, argv: list[bytes]) -> Any:
 # --- ZRANGE and its older forms -------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class RangeRequest:
     """A parsed ZRANGE-style request (zrangeGenericCommand's options)."""
 
@@ -436,6 +473,11 @@ class RangeRequest:
     rng: Range | None = None
 
 
+_RANGE_WITHSCORES, _RANGE_LIMIT, _RANGE_REV, _RANGE_BYLEX, _RANGE_BYSCORE = range(5)
+_RANGE_OPTIONS = {b"WITHSCORES": _RANGE_WITHSCORES, b"LIMIT": _RANGE_LIMIT, b"REV": _RANGE_REV,
+                  b"BYLEX": _RANGE_BYLEX, b"BYSCORE": _RANGE_BYSCORE}
+
+
 def parse_range_request(
     argv: list[bytes], src: int, store: bool, kind: str | None, reverse: bool | None
 ) -> RangeRequest:
@@ -446,38 +488,39 @@ def parse_range_request(
     j = src + 3
     argc = len(argv)
     while j < argc:
-        opt = argv[j].upper()
-        if not store and opt == b"WITHSCORES":
+        opt = _RANGE_OPTIONS.get(argv[j].upper())
+        if opt == _RANGE_WITHSCORES and not store:
             withscores = True
-        elif opt == b"LIMIT" and argc - j - 1 >= 2:
+        elif opt == _RANGE_LIMIT and argc - j - 1 >= 2:
             offset, limit = parse_int(argv[j + 1]), parse_int(argv[j + 2])
             j += 2
-        elif reverse is None and opt == b"REV":
+        elif opt == _RANGE_REV and reverse is None:
             reverse = True
-        elif kind is None and opt == b"BYLEX":
+        elif opt == _RANGE_BYLEX and kind is None:
             kind = "lex"
-        elif kind is None and opt == b"BYSCORE":
+        elif opt == _RANGE_BYSCORE and kind is None:
             kind = "score"
         else:
             raise SYNTAX
         j += 1
-    kind = kind or "rank"
+    if kind is None:
+        kind = "rank"
     reverse = bool(reverse)
     if limit != -1 and kind == "rank":
         raise LIMIT_NEEDS_RANGE
     if withscores and kind == "lex":
         raise WITHSCORES_BYLEX
-    req = RangeRequest(kind, reverse, withscores or store, offset, limit)
     lo, hi = argv[src + 1], argv[src + 2]
     if reverse and kind != "rank":
         lo, hi = hi, lo  # given as max, min
+    if kind == "score":
+        return RangeRequest(kind, reverse, withscores or store, offset, limit,
+                            rng=parse_score_range(lo, hi))
     if kind == "rank":
-        req.start, req.end = parse_int(lo), parse_int(hi)
-    elif kind == "score":
-        req.rng = parse_score_range(lo, hi)
-    else:
-        req.rng = parse_lex_range(lo, hi)
-    return req
+        return RangeRequest(kind, reverse, withscores or store, offset, limit,
+                            parse_int(lo), parse_int(hi))
+    return RangeRequest(kind, reverse, withscores or store, offset, limit,
+                        rng=parse_lex_range(lo, hi))
 
 
 def run_range(zs: ZSet, req: RangeRequest) -> list[Pair]:
@@ -499,6 +542,8 @@ def zrange_generic(c: Client, argv: list[bytes], kind: str | None, reverse: bool
     zs = lookup_zset(c, argv[1])
     if zs is None:
         return []
+    if type(req.rng) is ScoreRange and not req.withscores:  # members only: straight from the keys
+        return [key[1] for key in zs.range_by_score(req.rng, req.offset, req.limit, req.reverse)]
     return pairs_reply(c, run_range(zs, req), req.withscores)
 
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from greenlet import GreenletExit, getcurrent, greenlet
 
 from fakekey.client import Client
+from fakekey.eviction import OOM
 from fakekey.lua_shim.runtime import MAX_MULTIPLE_VALUES
 from fakekey.resp.encoder import ENCODERS, format_double
 from fakekey.resp.replies import (
@@ -630,6 +631,9 @@ class CommandBridge:
         if run is not None and ("write" in flags or cmd.name in _MAY_REPLICATE):
             if run.read_only:
                 raise self._refused(READ_ONLY_WRITE, cmd)
+            # out of memory as the script began: refused until its first write (scriptVerifyOOM)
+            if state.pre_command_oom and "denyoom" in flags and not run.dirty and not run.allow_oom:
+                raise self._refused(OOM.message, cmd)
             if "write" in flags:
                 run.dirty = True
         client = self.client
@@ -689,6 +693,7 @@ class ScriptRun:
     as_function = False
     funcname = b""
     dirty = False  # it ran a write command: SCRIPT KILL can no longer stop it
+    allow_oom = False  # flagged allow-oom: may write when out of memory
     killed = False
     aborted = False  # the server stopped under it: its client is not answered
     # when the run gives the loop its turn (monotonic seconds; 0: never, it runs to the end)

@@ -654,6 +654,22 @@ G.select, G.tonumber, G.tostring, G.type, G.xpcall, G.rawequal = select, tonumbe
 G.next, G.pairs, G.ipairs, G.rawget, G.rawset = w_next, w_pairs, w_ipairs, w_rawget, w_rawset
 G.getmetatable, G.setmetatable, G.unpack = w_getmetatable, w_setmetatable, w_unpack
 G.loadstring, G.load, G.pcall = w_loadstring, w_load, w_pcall
+-- string.rep whose result would pass 512 MB fails as a failed allocation does: one script
+-- cannot take the server's memory (Valkey builds it, as far as the machine's memory goes).
+-- The count is the C int Lua 5.1 makes of it (2^32+5 repeats 5 times, 2^40 none).
+do
+  local rep, floor, ceil, MAX_REP = string.rep, math.floor, math.ceil, 536870912
+  string.rep = function(s, n, ...)
+    local count = tonumber(n)
+    if count and count == count and (type(s) == 'string' or type(s) == 'number') then
+      count = (count >= 0 and floor(count) or ceil(count)) % 4294967296
+      if count < 2147483648 and #tostring(s) * count > MAX_REP then
+        error('not enough memory', 0)
+      end
+    end
+    return rep(s, n, ...)
+  end
+end
 G.string, G.table, G.math, G.coroutine = string, T, M, CO
 G.os = {clock = os.clock}
 G.server, G.redis = R, R

@@ -514,9 +514,9 @@ FAMILIES: dict[str, list[Spec]] = {
     "bitmap": BITMAP,
     "hash": HASH,
     "zset": ZSET,
+    "hll": HLL,
     "sort": SORT,
     "geo": GEO,
-    "hll": HLL,
 }
 
 

@@ -154,6 +154,22 @@ class SortedKeys:
         else:
             self._adjust(index, 1)
 
+    def replace(self, old: Key, new: Key) -> None:
+        """Swap the present `old` for the absent `new` (a member's new score). When `new`
+        sorts into the same sublist, that is two bisects and no bookkeeping of lengths."""
+        lists, maxes = self._lists, self._maxes
+        index = bisect_left(maxes, old)
+        sub = lists[index]
+        if (index == 0 or maxes[index - 1] < new) and (
+            index + 1 == len(lists) or new < lists[index + 1][0]
+        ):
+            del sub[bisect_left(sub, old)]
+            insort(sub, new)
+            maxes[index] = sub[-1]
+            return
+        self._delete_at(index, bisect_left(sub, old))
+        self.add(new)
+
     def remove(self, key: Key) -> None:
         """Delete `key`, which must be present."""
         index = bisect_left(self._maxes, key)
@@ -322,6 +338,68 @@ class SortedKeys:
             out += lists[index][:want - len(out)]
         if reverse:
             out.reverse()
+        return out
+
+    def scan_up(self, first: Key, past: Key | None, skip: int, count: int) -> list[Key] | None:
+        """Keys from the first one >= `first` on, past `skip` of them, below `past` (None:
+        no bound), at most `count` (negative: no cap), ascending: a score range read from
+        where it starts, without positions. None when `skip` leaves the first sublist
+        (the caller counts positions then)."""
+        maxes = self._maxes
+        i = bisect_left(maxes, first)
+        if i == len(maxes):
+            return []
+        lists = self._lists
+        sub = lists[i]
+        j = bisect_left(sub, first) + skip
+        if j >= len(sub):
+            return None
+        out: list[Key] = []
+        last = len(lists) - 1
+        while True:
+            out += sub[j:] if count < 0 else sub[j : j + count - len(out)]
+            if len(out) == count or i == last or (past is not None and maxes[i] >= past):
+                break
+            i += 1
+            sub = lists[i]
+            j = 0
+        if past is not None and out and out[-1] >= past:
+            del out[bisect_left(out, past):]
+        return out
+
+    def scan_down(self, past: Key | None, first: Key, skip: int, count: int) -> list[Key] | None:
+        """`scan_up` reversed: keys below `past` (None: from the last), past `skip` of
+        them, down to `first` included, at most `count`, descending."""
+        lists = self._lists
+        if not lists:
+            return []
+        i = len(lists) - 1
+        j = len(lists[i]) - 1
+        if past is not None:
+            i = bisect_left(self._maxes, past)
+            if i == len(lists):
+                i -= 1
+            else:
+                j = bisect_left(lists[i], past) - 1
+                if j < 0:
+                    if i == 0:
+                        return []
+                    i -= 1
+                j = len(lists[i]) - 1 if j < 0 else j
+        j -= skip
+        if j < 0:
+            return None
+        out: list[Key] = []
+        while True:
+            sub = lists[i]
+            start = 0 if count < 0 else max(0, j + 1 - (count - len(out)))
+            out += reversed(sub[start : j + 1])
+            if len(out) == count or i == 0 or sub[0] < first:
+                break
+            i -= 1
+            j = len(lists[i]) - 1
+        if out and out[-1] < first:
+            del out[bisect_left(out, True, key=lambda key: key < first):]
         return out
 
     def check(self) -> None:
@@ -501,21 +579,25 @@ class ZSet:
     def score(self, member: bytes) -> float | None:
         return self.scores.get(member)
 
-    def insert(self, member: bytes, score: float, limits: ZLimits) -> None:
-        """Add a member that is not present (converting a listpack that outgrows itself)."""
-        if not self.skiplist and not limits.fit(len(self.scores) + 1, len(member)):
-            self.skiplist = True
-        score = self._stored(score)
+    def insert(self, member: bytes, score: float, limits: ZLimits | None) -> None:
+        """Add a member that is not present (converting a listpack that outgrows itself);
+        `limits` may be None once the set is a skiplist (it never converts back)."""
+        if not self.skiplist:
+            assert limits is not None
+            if not limits.fit(len(self.scores) + 1, len(member)):
+                self.skiplist = True
+            elif score == 0:
+                score = 0.0  # a listpack stores -0 as the integer 0
         self.scores[member] = score
         self.keys.add((score, member))
 
     def update(self, member: bytes, score: float) -> None:
         """Give a present member a new score."""
-        old = self.scores[member]
-        score = self._stored(score)
-        self.keys.remove((old, member))
-        self.scores[member] = score
-        self.keys.add((score, member))
+        scores = self.scores
+        if score == 0 and not self.skiplist:
+            score = 0.0
+        self.keys.replace((scores[member], member), (score, member))
+        scores[member] = score
 
     def remove(self, member: bytes) -> bool:
         score = self.scores.pop(member, None)
@@ -646,11 +728,52 @@ class ZSet:
                 return None
         return pos
 
+    def score_positions(self, rng: ScoreRange) -> tuple[int, int]:
+        """(lo, hi): the keys within `rng` are at positions [lo, hi) (none when hi <= lo)."""
+        keys = self.keys
+        first, past = rng.first_key(), rng.past_key()
+        lo = len(keys) if first is None else keys.bisect(first)
+        hi = len(keys) if past is None else keys.bisect(past)
+        return lo, hi
+
+    def range_by_score(self, rng: ScoreRange, offset: int, limit: int, reverse: bool) -> list[Key]:
+        """`range_query` for a score range, from two searches: the keys in reply order.
+        A listpack steps `offset` keys from the first (last) key in range, so a negative
+        offset finds nothing; a skiplist seeks the offset-th key in range, a negative
+        offset counting from the far end of it. A negative limit means no limit."""
+        if limit == 0 or (offset < 0 and not self.skiplist):
+            return []
+        if offset >= 0:  # the common case: read from where the range starts (ends)
+            first = rng.first_key()
+            if first is None:
+                return []
+            past = rng.past_key()
+            if reverse:
+                found = self.keys.scan_down(past, first, offset, limit)
+            else:
+                found = self.keys.scan_up(first, past, offset, limit)
+            if found is not None:
+                return found
+        lo, hi = self.score_positions(rng)
+        if hi <= lo:
+            return []
+        if reverse:
+            start = hi - 1 - offset if offset >= 0 else lo - offset - 1
+            if not lo <= start < hi:
+                return []
+            return self.keys.slice(lo if limit < 0 else max(lo, start - limit + 1), start + 1, True)
+        start = lo + offset if offset >= 0 else hi + offset
+        if not lo <= start < hi:
+            return []
+        return self.keys.slice(start, hi if limit < 0 else min(hi, start + limit))
+
     def range_query(self, rng: Range, offset: int, limit: int, reverse: bool) -> list[Pair]:
         """ZRANGEBYSCORE/ZRANGEBYLEX with LIMIT as Valkey walks it. A listpack steps
         `offset` keys from the first (last) key in range, so a negative offset finds
         nothing; a skiplist seeks the offset-th key in range, where a negative offset
         counts from the far end of the range. A negative limit means no limit."""
+        if isinstance(rng, ScoreRange):
+            return [(key[1], key[0]) for key in self.range_by_score(rng, offset, limit, reverse)]
         if self.skiplist:
             start = self._nth_in_range(rng, -offset - 1 if reverse else offset)
         else:
@@ -661,19 +784,6 @@ class ZSet:
                     start = None
         if start is None or limit == 0:
             return []
-        if isinstance(rng, ScoreRange):  # monotone: where the range ends is one search
-            keys = self.keys
-            if reverse:
-                lo = self._count_below(rng)
-                if limit > 0:
-                    lo = max(lo, start - limit + 1)
-                chosen = keys.slice(lo, start + 1, reverse=True)
-            else:
-                hi = self._count_through(rng)
-                if limit > 0:
-                    hi = min(hi, start + limit)
-                chosen = keys.slice(start, hi)
-            return [(key[1], key[0]) for key in chosen]
         inside = rng.gte_min if reverse else rng.lte_max
         out: list[Pair] = []
         for key in self.keys.iter_from(start, reverse):

@@ -1,7 +1,11 @@
-"""maxclients against the file-descriptor limit, as Valkey: a server started under a low
+"""Limits, fakekey's side.
+
+maxclients against the file-descriptor limit, as Valkey: a server started under a low
 `ulimit -n` lowers maxclients to the limit less 32 (logging Valkey's lines), the client
 past it gets `max number of clients reached`, and CONFIG SET maxclients beyond the limit
-is refused. Each server runs in a subprocess with its own RLIMIT_NOFILE."""
+is refused. Each server runs in a subprocess with its own RLIMIT_NOFILE. Then what only
+fakekey has: the pause for unread output, the maxmemory tracker's exactness, and the
+bound on string.rep."""
 
 from __future__ import annotations
 
@@ -17,6 +21,9 @@ from contextlib import contextmanager
 
 import pytest
 
+from fakekey.eviction import MemoryTracker
+from fakekey.server import Server, UnreadOutputPause
+from fakekey.state import UNREAD_OUTPUT_PAUSE
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import find_valkey_binary, free_port
 
@@ -134,3 +141,88 @@ def test_too_low_a_limit_refuses_to_start():
     assert proc.returncode == 1
     assert ("Your current 'ulimit -n' of 30 is not enough for the server to start. Please increase "
             "your open file limit to at least 10032. Exiting.") in proc.stdout
+
+
+# --- unread output, maxmemory's estimate, string.rep: fakekey's own side ------------------------
+
+MB = 1 << 20
+
+
+def test_a_client_that_does_not_read_stops_being_read_and_memory_stays_bounded():
+    """With no normal-class limit (the default), a client with more than
+    UNREAD_OUTPUT_PAUSE unread is paused, not dropped: the backlog stays bounded, and once
+    it reads it gets every reply, in order."""
+    with Server() as srv, RawClient("127.0.0.1", srv.port) as admin:
+        admin.call("SET", "big", "x" * MB)
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", srv.port))
+        with sock:
+            sock.sendall(b"GET big\r\n" * 200 + b"PING\r\n")  # 200 MB of replies
+            backlogs = []
+            for _ in range(20):
+                time.sleep(0.05)
+                backlogs.append(srv._on_loop(_largest_backlog, srv))
+            assert max(backlogs) < UNREAD_OUTPUT_PAUSE + 4 * MB
+            assert srv._on_loop(_paused_clients, srv) == 1
+            assert srv.state.stats["client_output_buffer_limit_disconnections"] == 0
+            reply = b"$%d\r\n%s\r\n" % (MB, b"x" * MB)
+            expected = 200 * len(reply) + len(b"+PONG\r\n")
+            received = bytearray()
+            sock.settimeout(30)
+            while len(received) < expected:
+                chunk = sock.recv(4 * MB)
+                assert chunk, "the server closed the connection"
+                received += chunk
+            assert received.endswith(reply + b"+PONG\r\n") and len(received) == expected
+        assert srv._on_loop(_paused_clients, srv) == 0
+
+
+def _largest_backlog(srv: Server) -> int:
+    return max(client.connection.output_backlog() for client in srv.state.clients.values())
+
+
+def _paused_clients(srv: Server) -> int:
+    return sum(isinstance(client.blocked, UnreadOutputPause) for client in srv.state.clients.values())
+
+
+def test_maxmemory_0_keeps_no_tracker_and_a_limit_keeps_it_exact():
+    """The running estimate equals a fresh walk of the keyspace after every kind of write,
+    expiry, rename, move, swap and flush; maxmemory 0 drops it."""
+    with Server() as srv, RawClient("127.0.0.1", srv.port) as c:
+        assert srv.state.memory is None
+        c.call("SET", "before", "v" * 300)  # written before tracking starts: counted by the walk
+        assert c.call("CONFIG", "SET", "maxmemory", "1gb") == ("+", b"OK")
+        script = [
+            ("SET", "s", "abc"), ("APPEND", "s", "x" * 100), ("SETRANGE", "s", "500", "y"),
+            ("SETBIT", "bits", "10000", "1"), ("INCR", "n"), ("INCRBYFLOAT", "f", "1.5"),
+            ("RPUSH", "l", *[str(i) * 20 for i in range(300)]), ("LPOP", "l", "100"), ("LTRIM", "l", "0", "9"),
+            ("HSET", "h", *[f"f{i}" if j == 0 else "v" * i for i in range(200) for j in range(2)]),
+            ("HDEL", "h", "f1", "f2"), ("SADD", "set", *[str(i) for i in range(600)]), ("SPOP", "set", "5"),
+            ("ZADD", "z", *[x for i in range(200) for x in (str(i), f"m{i}")]), ("ZREM", "z", "m1"),
+            ("XADD", "st", "*", "a", "1"), ("XADD", "st", "*", "b", "2"), ("XGROUP", "CREATE", "st", "g", "0"),
+            ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "st", ">"), ("XTRIM", "st", "MAXLEN", "1"),
+            ("PEXPIRE", "s", "1"), ("RENAME", "l", "l2"), ("COPY", "h", "h2"), ("MOVE", "h2", "1"),
+            ("SWAPDB", "0", "1"), ("SWAPDB", "0", "1"), ("GETDEL", "n"), ("UNLINK", "f"),
+            ("LPUSH", "tmp", "a"), ("LPOP", "tmp"), ("SELECT", "1"), ("SET", "in1", "x" * 1000),
+            ("FLUSHDB",), ("SELECT", "0"), ("EVAL", "redis.call('set', 'lua', string.rep('q', 5000))", "0"),
+        ]
+        for argv in script:
+            assert c.call(*argv)[0] != "-", argv
+        time.sleep(0.05)
+        assert c.call("GET", "s") == ("$", None)  # expired meanwhile
+        tracked = srv._on_loop(lambda: srv.state.memory.used)
+        walked = srv._on_loop(lambda: MemoryTracker(srv.state).used)
+        assert tracked == walked
+        assert c.call("CONFIG", "SET", "maxmemory", "0") == ("+", b"OK")
+        assert srv.state.memory is None
+
+
+def test_string_rep_past_512_mb_fails_as_an_allocation_would():
+    with Server() as srv, RawClient("127.0.0.1", srv.port) as c:
+        assert c.call("EVAL", "return string.rep('x', 2^30)", "0") == (
+            "-", b"ERR not enough memory script: on @user_script:1.")
+        assert c.call("EVAL", "local ok, err = pcall(string.rep, 'xx', 2^28 + 1) return {tostring(ok), err}", "0") == (
+            "*", [("$", b"false"), ("$", b"not enough memory")])
+        assert c.call("EVAL", "return #string.rep('x', 2^20)", "0") == (":", MB)
+        assert c.call("PING") == ("+", b"PONG")

@@ -165,10 +165,10 @@ def record_threads(server: Server) -> list[str]:
     run_command = state.run_command
     loop_thread = server._thread.ident
 
-    def watched(client, cmd, argv):
+    def watched(client, cmd, argv, *started):
         if state.busy_script is not None and threading.get_ident() != loop_thread:
             violations.append(cmd.name)
-        return run_command(client, cmd, argv)
+        return run_command(client, cmd, argv, *started)
 
     state.run_command = watched
     return violations

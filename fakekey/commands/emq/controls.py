@@ -19,14 +19,16 @@ CAPABILITIES = (
 @verb("pause", ("meta",), summary="Pause a queue: claims answer empty until it is resumed",
       complexity="O(1)")
 def pause(call: Call) -> Any:
-    host.hset(call, call.keys[0], b"paused", b"1")
+    meta_key = call.keys[0]
+    host.hset(call, meta_key, host.read_hash(call, meta_key), b"paused", b"1")
     return OK
 
 
 @verb("resume", ("meta",), summary="Resume a paused queue; rings nothing",
       complexity="O(1)")
 def resume(call: Call) -> Any:
-    host.hdel(call, call.keys[0], b"paused")
+    meta_key = call.keys[0]
+    host.hdel(call, meta_key, host.read_hash(call, meta_key), b"paused")
     return OK
 
 

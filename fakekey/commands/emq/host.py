@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from fakekey.commands.args import LLONG_MAX, try_int
-from fakekey.commands.emq.layout import HOST
-from fakekey.commands.hashes import lookup_hash, set_fields, store, write_counter
+from fakekey.commands.emq.layout import HOST, word_int
+from fakekey.commands.hashes import reclaim_fields
 from fakekey.commands.streams import (
     ID_EXHAUSTED,
     TOO_LARGE,
@@ -47,8 +47,13 @@ T = TypeVar("T")
 
 
 def read_hash(call: Call, key: bytes) -> HashValue | None:
-    """The hash at `key` (None if absent); WRONGTYPE for another type."""
-    return lookup_hash(call.c, key)
+    """The hash at `key` (None if absent), its due fields gone; WRONGTYPE for another
+    type."""
+    db = call.db
+    h = db.lookup_type(key, HashValue)
+    if h is not None and h.ttls and reclaim_fields(db, key, h, call.now):
+        return db.data.get(key)
+    return h
 
 
 def read_zset(call: Call, key: bytes) -> ZSet | None:
@@ -58,10 +63,12 @@ def read_zset(call: Call, key: bytes) -> ZSet | None:
 
 def int_field(h: HashValue | None, field: bytes, default: int = 0) -> int:
     """An integer field (`default` when absent); EMQHOST when it holds anything else."""
-    raw = None if h is None else h.get(field)
+    if h is None:
+        return default
+    raw = h.fields.get(field)
     if raw is None:
         return default
-    value = try_int(raw)
+    value = word_int(raw)
     if value is None:
         raise HOST
     return value
@@ -99,80 +106,122 @@ def swept_rows(call: Call, due: list[bytes], lane_refusal: Callable[[bytes], Rep
 
 def head_member(zs: ZSet | None) -> bytes | None:
     """The member ZPOPMIN would pop (ZRANGE key 0 0)."""
-    if not zs:
+    if zs is None or not zs.scores:
         return None
     return zs.keys.at(0)[1]
 
 
 def in_zset(zs: ZSet | None, member: bytes) -> bool:
-    return zs is not None and zs.score(member) is not None
+    return zs is not None and member in zs.scores
 
 
 # --- writes --------------------------------------------------------------------------------
+#
+# Each write takes the value the verb's checks read at `key` (None when absent) instead of
+# looking the key up again: within one call the clock does not move, so a value read stays
+# the live one until a write replaces or empties it. A container the funnel deleted because
+# a write emptied it is empty: the writes take an empty value for an absent key.
 
 
-def hset(call: Call, key: bytes, *pairs: bytes) -> None:
-    """HSET key field value [field value ...]."""
-    c = call.c
-    h = lookup_hash(c, key)
-    is_new = h is None
-    if h is None:
+def hset(call: Call, key: bytes, h: HashValue | None, *pairs: bytes) -> HashValue:
+    """HSET key field value [field value ...] on `h`, the hash read at `key`; answers the
+    hash stored. The encoding converts as HSET's would: the pairs too many or an argument
+    too long (before), or the hash grown past the entry limit (after)."""
+    created = h is None or not h.fields
+    if created:
         h = HashValue()
-    args = list(pairs)
-    h.convert_for_write(args, c.state.config["hash-max-listpack-entries"],
-                        c.state.config["hash-max-listpack-value"])
-    set_fields(c, h, args)
-    store(c, key, h, is_new, "hset")
+    for at in range(0, len(pairs), 2):
+        h.set(pairs[at], pairs[at + 1])
+    if not h.hashtable:
+        settings = call.settings
+        entries = settings["hash-max-listpack-entries"]
+        if (len(h.fields) > entries or len(pairs) // 2 > entries
+                or max(map(len, pairs)) > settings["hash-max-listpack-value"]):
+            h.hashtable = True
+    if created:
+        call.db.set_value(key, h, event="hset", klass="h")
+    else:
+        call.db.written(key, "hset", "h")
+    return h
 
 
-def hdel(call: Call, key: bytes, *fields: bytes) -> int:
-    """HDEL key field [field ...]: the hash goes when emptied."""
-    c = call.c
-    h = lookup_hash(c, key)
+def hdel(call: Call, key: bytes, h: HashValue | None, *fields: bytes) -> int:
+    """HDEL key field [field ...] on `h`, the hash read at `key`: the hash goes when
+    emptied."""
     if h is None:
         return 0
-    deleted = sum(h.delete(field) for field in fields)
+    deleted = 0
+    for field in fields:
+        deleted += h.delete(field)
     if deleted:
-        store(c, key, h, False, "hdel")
+        call.db.written(key, "hdel", "h")
     return deleted
 
 
-def hincrby(call: Call, key: bytes, field: bytes, by: int) -> int:
-    """HINCRBY key field by, on a field the caller has read as an integer."""
-    c = call.c
-    h = lookup_hash(c, key)
-    value = int_field(h, field) + by
-    write_counter(c, key, h, field, b"%d" % value, "hincrby")
+def hincrby(call: Call, key: bytes, h: HashValue | None, field: bytes, by: int) -> int:
+    """HINCRBY key field by on `h`, the hash read at `key`, whose field the caller has
+    checked is an integer. A hash it creates is read again by a caller that writes it
+    once more."""
+    return write_counter(call, key, h, field, int_field(h, field) + by)
+
+
+def write_counter(call: Call, key: bytes, h: HashValue | None, field: bytes, value: int) -> int:
+    """HINCRBY's write, for a caller that read the field (`int_field`) and added to it:
+    the field holds `value` and keeps its TTL."""
+    raw = b"%d" % value
+    created = h is None or not h.fields
+    if created:
+        h = HashValue()
+    h.set(field, raw, True)
+    if not h.hashtable:
+        settings = call.settings
+        h.convert_after_set(field, raw, settings["hash-max-listpack-entries"],
+                            settings["hash-max-listpack-value"])
+    if created:
+        call.db.set_value(key, h, event="hincrby", klass="h")
+    else:
+        call.db.written(key, "hincrby", "h")
     return value
 
 
-def zadd(call: Call, key: bytes, member: bytes, score: int) -> None:
-    """ZADD key score member."""
-    db = call.db
-    zs = db.lookup_type(key, ZSet)
-    limits = ZLimits.of(call.c.state)
-    if zs is None:
+# ZSet limits, made again only when CONFIG changes them (most calls reuse the last).
+_zset_limits: list[ZLimits] = [ZLimits(0, 0)]
+
+
+def zset_limits(call: Call) -> ZLimits:
+    """zset-max-listpack-entries and -value, as CONFIG has them now."""
+    settings = call.settings
+    entries, longest = settings["zset-max-listpack-entries"], settings["zset-max-listpack-value"]
+    last = _zset_limits[0]
+    if last.entries != entries or last.value != longest:
+        last = _zset_limits[0] = ZLimits(entries, longest)
+    return last
+
+
+def zadd(call: Call, key: bytes, zs: ZSet | None, member: bytes, score: int) -> ZSet:
+    """ZADD key score member on `zs`, the sorted set read at `key`; answers the set stored."""
+    limits = zset_limits(call)
+    if zs is None or not zs.scores:
         zs = ZSet.create(1, len(member), limits)
         zs.insert(member, float(score), limits)
-        db.set_value(key, zs, event="zadd", klass="z")
-        return
-    current = zs.score(member)
+        call.db.set_value(key, zs, event="zadd", klass="z")
+        return zs
+    current = zs.scores.get(member)
     if current is None:
         zs.insert(member, float(score), limits)
     elif current != score:
         zs.update(member, float(score))
     else:
-        return  # the same score: ZADD changes nothing and announces nothing
-    db.written(key, "zadd", "z")
+        return zs  # the same score: ZADD changes nothing and announces nothing
+    call.db.written(key, "zadd", "z")
+    return zs
 
 
-def zrem(call: Call, key: bytes, member: bytes) -> bool:
-    """ZREM key member: the set goes when emptied."""
-    db = call.db
-    zs = db.lookup_type(key, ZSet)
+def zrem(call: Call, key: bytes, zs: ZSet | None, member: bytes) -> bool:
+    """ZREM key member on `zs`, the sorted set read at `key`: the set goes when emptied."""
     if zs is None or not zs.remove(member):
         return False
-    db.written(key, "zrem", "z")
+    call.db.written(key, "zrem", "z")
     return True
 
 
@@ -266,14 +315,14 @@ def exists(call: Call, key: bytes) -> bool:
 
 def is_lane_row(row: HashValue) -> bool:
     """A lane row carries its group; a flat row has none."""
-    return b"group" in row
+    return b"group" in row.fields
 
 
 def fence_matches(row: HashValue, fence: int) -> bool:
     """The row's fence equals the caller's, compared as integers; a missing or
     non-integer fence is stale."""
-    raw = row.get(b"fence")
-    return raw is not None and try_int(raw) == fence
+    raw = row.fields.get(b"fence")
+    return raw is not None and word_int(raw) == fence
 
 
 def max_attempts(row: HashValue, meta: HashValue | None) -> int:

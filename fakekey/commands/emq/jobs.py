@@ -15,6 +15,7 @@ from fakekey.commands.emq import host
 from fakekey.commands.emq.layout import INTEGER, NON_NEGATIVE, POSITIVE, ROW, TEXT, Arg, Call, verb
 from fakekey.resp.replies import ReplyError, Simple
 from fakekey.types.hash import HashValue
+from fakekey.types.zset import ZSet
 
 NOT_ACTIVE = ReplyError("EMQSTATE job is not active")
 NOT_DEAD = ReplyError("EMQSTATE job is not dead")
@@ -34,10 +35,10 @@ def write_meta(call: Call) -> None:
     call.may_write(call.key(b"meta"))
 
 
-def active_lease(call: Call, fence: int, done: str) -> tuple[HashValue, bytes]:
+def active_lease(call: Call, fence: int, done: str) -> tuple[HashValue, ZSet, bytes]:
     """The checks EXTEND/COMPLETE/FAIL/RELEASE share, in order: the row exists, is flat,
-    is `active` and scored in `active`, and holds the caller's fence. Answers the row and
-    the job id."""
+    is `active` and scored in `active`, and holds the caller's fence. Answers the row, the
+    active set and the job id."""
     row_key, active_key = call.keys[0], call.keys[1]
     job_id = call.job_id(row_key)
     row = host.read_hash(call, row_key)
@@ -45,13 +46,14 @@ def active_lease(call: Call, fence: int, done: str) -> tuple[HashValue, bytes]:
         raise NOT_ACTIVE
     if host.is_lane_row(row):
         raise lane_refusal(job_id, done)
-    if row.get(b"state") != b"active":
+    if row.fields.get(b"state") != b"active":
         raise NOT_ACTIVE
-    if not host.in_zset(host.read_zset(call, active_key), job_id):
+    active = host.read_zset(call, active_key)
+    if not host.in_zset(active, job_id):
         raise NOT_ACTIVE
     if not host.fence_matches(row, fence):
         raise STALE_FENCE
-    return row, job_id
+    return row, active, job_id
 
 
 # --- admission -----------------------------------------------------------------------------
@@ -68,12 +70,12 @@ def enqueue(call: Call) -> Any:
     if host.exists(call, row_key):
         return 0
     target, score = (schedule_key, call.now + delay) if delay else (pending_key, priority)
-    host.read_zset(call, target)  # WRONGTYPE before the row is written
+    queued = host.read_zset(call, target)  # WRONGTYPE before the row is written
     job_id = call.job_id(row_key)
     state = b"scheduled" if delay else b"pending"
-    host.hset(call, row_key, b"state", state, b"attempts", b"0", b"payload", payload,
+    host.hset(call, row_key, None, b"state", state, b"attempts", b"0", b"payload", payload,
               b"priority", b"%d" % priority)
-    host.zadd(call, target, job_id, score)
+    host.zadd(call, target, queued, job_id, score)
     return 1
 
 
@@ -88,33 +90,30 @@ def claim(call: Call) -> Any:
     (lease_ms,) = call.args
     meta_key = call.key(b"meta")
     meta = host.read_hash(call, meta_key)
-    if meta is not None and b"paused" in meta:
+    if meta is not None and b"paused" in meta.fields:
         return []
-    job_id = host.head_member(host.read_zset(call, pending_key))
+    pending = host.read_zset(call, pending_key)
+    job_id = host.head_member(pending)
     if job_id is None:
         return []
     row_key = call.key(job_id)
     call.may_write(row_key)  # found by reading: checked before it is read or written
     row = host.read_hash(call, row_key)
     if row is None:
-        host.zrem(call, pending_key, job_id)
+        host.zrem(call, pending_key, pending, job_id)
         return []
-    host.int_field(meta, b"fence")
-    host.int_field(row, b"attempts")
-    host.read_zset(call, active_key)
-    return lease(call, row_key, job_id, row.get(b"payload"), lease_ms)
-
-
-def lease(call: Call, row_key: bytes, job_id: bytes, payload: bytes | None,
-          lease_ms: int) -> list[Any]:
-    """The claim's writes, once every check passed: [id, payload, attempts, fence] (the
-    payload as read by the checks: the lease does not change it)."""
-    pending_key, active_key = call.keys
-    host.zrem(call, pending_key, job_id)
-    fence = host.hincrby(call, call.key(b"meta"), b"fence", 1)
-    attempts = host.hincrby(call, row_key, b"attempts", 1)
-    host.hset(call, row_key, b"state", b"active", b"fence", b"%d" % fence)
-    host.zadd(call, active_key, job_id, call.now + lease_ms)
+    fence = host.int_field(meta, b"fence") + 1
+    attempts = host.int_field(row, b"attempts") + 1
+    active = host.read_zset(call, active_key)
+    # the writes, every check passed; the reply's payload is the one read (the lease does
+    # not change it). A job named `meta` is leased from meta itself (fence and attempts
+    # are two fields of one hash then, as in the script).
+    payload = row.fields.get(b"payload")
+    host.zrem(call, pending_key, pending, job_id)
+    host.write_counter(call, meta_key, meta, b"fence", fence)
+    host.write_counter(call, row_key, row, b"attempts", attempts)
+    host.hset(call, row_key, row, b"state", b"active", b"fence", b"%d" % fence)
+    host.zadd(call, active_key, active, job_id, call.now + lease_ms)
     return [job_id, payload, attempts, fence]
 
 
@@ -123,9 +122,9 @@ def lease(call: Call, row_key: bytes, job_id: bytes, payload: bytes | None,
       complexity="O(log N)")
 def extend(call: Call) -> Any:
     fence, lease_ms = call.args
-    _, job_id = active_lease(call, fence, "extended")
+    _, active, job_id = active_lease(call, fence, "extended")
     deadline = call.now + lease_ms
-    host.zadd(call, call.keys[1], job_id, deadline)
+    host.zadd(call, call.keys[1], active, job_id, deadline)
     return deadline
 
 
@@ -135,8 +134,8 @@ def extend(call: Call) -> Any:
       complexity="O(1)")
 def release(call: Call) -> Any:
     (fence,) = call.args
-    active_lease(call, fence, "released")
-    host.hset(call, call.keys[0], b"restart", b"1")
+    row, _, _ = active_lease(call, fence, "released")
+    host.hset(call, call.keys[0], row, b"restart", b"1")
     return 1
 
 
@@ -149,12 +148,13 @@ def release(call: Call) -> Any:
 def complete(call: Call) -> Any:
     (fence,) = call.args
     row_key, active_key = call.keys
-    _, job_id = active_lease(call, fence, "completed")
+    _, active, job_id = active_lease(call, fence, "completed")
     meta_key = call.key(b"meta")
-    host.int_field(host.read_hash(call, meta_key), b"completed")
-    host.zrem(call, active_key, job_id)
+    meta = host.read_hash(call, meta_key)
+    completed = host.int_field(meta, b"completed") + 1
+    host.zrem(call, active_key, active, job_id)
     host.delete(call, row_key)
-    host.hincrby(call, meta_key, b"completed", 1)
+    host.write_counter(call, meta_key, meta, b"completed", completed)
     return 1
 
 
@@ -166,21 +166,21 @@ def complete(call: Call) -> Any:
 def fail(call: Call) -> Any:
     fence, backoff_ms, reason = call.args
     row_key, active_key, schedule_key, dead_key = call.keys
-    row, job_id = active_lease(call, fence, "failed")
+    row, active, job_id = active_lease(call, fence, "failed")
     meta_key = call.key(b"meta")
     meta = host.read_hash(call, meta_key)
     retry = host.int_field(row, b"attempts") < host.max_attempts(row, meta)
     host.int_field(meta, b"dead")
     target = schedule_key if retry else dead_key
-    host.read_zset(call, target)  # WRONGTYPE before the first write
-    host.zrem(call, active_key, job_id)
-    host.hset(call, row_key, b"state", b"scheduled" if retry else b"dead", b"error", reason)
-    host.hdel(call, row_key, b"fence")
+    settled = host.read_zset(call, target)  # WRONGTYPE before the first write
+    host.zrem(call, active_key, active, job_id)
+    host.hset(call, row_key, row, b"state", b"scheduled" if retry else b"dead", b"error", reason)
+    host.hdel(call, row_key, row, b"fence")
     if retry:
-        host.zadd(call, schedule_key, job_id, call.now + backoff_ms)
+        host.zadd(call, schedule_key, settled, job_id, call.now + backoff_ms)
         return SCHEDULED
-    host.zadd(call, dead_key, job_id, call.now)
-    host.hincrby(call, meta_key, b"dead", 1)
+    host.zadd(call, dead_key, settled, job_id, call.now)
+    host.hincrby(call, meta_key, meta, b"dead", 1)
     return DEAD
 
 
@@ -199,14 +199,17 @@ def reprocess(call: Call) -> Any:
         raise NOT_DEAD
     if host.is_lane_row(row):
         raise lane_refusal(job_id, "reprocessed")
-    if row.get(b"state") != b"dead" or not host.in_zset(host.read_zset(call, dead_key), job_id):
+    if row.get(b"state") != b"dead":
+        raise NOT_DEAD
+    dead = host.read_zset(call, dead_key)
+    if not host.in_zset(dead, job_id):
         raise NOT_DEAD
     priority = host.int_field(row, b"priority")
-    host.read_zset(call, pending_key)
-    host.zrem(call, dead_key, job_id)
-    host.hset(call, row_key, b"attempts", b"0", b"stalls", b"0", b"state", b"pending")
-    host.hdel(call, row_key, b"error")
-    host.zadd(call, pending_key, job_id, priority)
+    pending = host.read_zset(call, pending_key)
+    host.zrem(call, dead_key, dead, job_id)
+    host.hset(call, row_key, row, b"attempts", b"0", b"stalls", b"0", b"state", b"pending")
+    host.hdel(call, row_key, row, b"error")
+    host.zadd(call, pending_key, pending, job_id, priority)
     return 1
 
 
@@ -229,10 +232,9 @@ def remove(call: Call) -> Any:
         return 0
     if host.is_lane_row(row):
         raise lane_refusal(job_id, "removed")
-    sets = [call.key(s) for s in STATE_SETS]
-    holding = [key for key in sets if host.in_zset(host.read_zset(call, key), job_id)]
-    for key in holding:
-        host.zrem(call, key, job_id)
+    sets = [(key, host.read_zset(call, key)) for key in (call.key(s) for s in STATE_SETS)]
+    for key, zs in sets:
+        host.zrem(call, key, zs, job_id)
     host.delete(call, row_key)
     return 1
 

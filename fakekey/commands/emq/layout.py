@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fakekey.acl import check_key
-from fakekey.commands.args import try_int
+from fakekey.commands.args import LLONG_MIN, try_int
 from fakekey.commands.registry import command, keys_numkeys
 from fakekey.resp.replies import ReplyError
 
@@ -36,17 +36,26 @@ FAILURES = "failures:<entry id>"  # a bus failure counter
 HOST = ReplyError("EMQHOST unexpected reply from host")
 KIND = ReplyError("EMQKIND job id must be JOB-namespaced")
 
-# Argument kinds: (parse check, the words of the EMQARG error).
-POSITIVE = (lambda n: n >= 1, "a positive integer")
-NON_NEGATIVE = (lambda n: n >= 0, "a non-negative integer")
-INTEGER = (lambda n: True, "an integer")
+# Argument kinds: (the least value accepted, the words of the EMQARG error).
+POSITIVE = (1, "a positive integer")
+NON_NEGATIVE = (0, "a non-negative integer")
+INTEGER = (LLONG_MIN, "an integer")
 TEXT = None  # any bytes
 
 
 @dataclass(frozen=True)
 class Arg:
     name: str
-    kind: tuple[Callable[[int], bool], str] | None = TEXT
+    kind: tuple[int, str] | None = TEXT
+
+
+def word_int(raw: bytes) -> int | None:
+    """`try_int` (Valkey's strict 64-bit decimal form), with a quick way through for the
+    plain non-negative numbers the verbs mostly see: digits only, no leading zero, at
+    most 18 of them (so within 64 bits)."""
+    if raw.isdigit() and len(raw) < 19 and (raw[0] != 48 or len(raw) == 1):
+        return int(raw)
+    return try_int(raw)
 
 
 def split_key(key: bytes) -> tuple[bytes, bytes] | None:
@@ -80,15 +89,17 @@ def suffix_fits(suffix: bytes, expected: str) -> bool:
 class Call:
     """One verb call whose shape, layout, kind and arguments passed their checks."""
 
-    __slots__ = ("c", "db", "now", "queue", "prefix", "keys", "args", "rest")
+    __slots__ = ("c", "db", "now", "settings", "queue", "prefix", "keys", "args", "rest")
 
-    def __init__(self, c: Client, queue: bytes, keys: list[bytes], args: list[Any],
+    def __init__(self, c: Client, prefix: bytes, keys: list[bytes], args: list[Any],
                  rest: list[bytes]) -> None:
+        state = c.state
         self.c = c
         self.db: Database = c.db
-        self.now: int = c.state.now  # the one clock reading of this call
-        self.queue = queue
-        self.prefix = b"emq:{" + queue + b"}:"
+        self.now: int = state.now  # the one clock reading of this call
+        self.settings: dict[str, Any] = state.config.values  # listpack limits, read as needed
+        self.queue = prefix[5:-2]
+        self.prefix = prefix  # emq:{Q}:
         self.keys = keys
         self.args = args
         self.rest = rest  # the words past the fixed arguments (the bus's field pairs)
@@ -149,10 +160,66 @@ def parse_args(words: list[bytes], spec: tuple[Arg, ...]) -> list[Any]:
         if arg.kind is None:
             out.append(word)
             continue
-        accept, what = arg.kind
+        least, what = arg.kind
         value = try_int(word)
-        if value is None or not accept(value):
+        if value is None or value < least:
             raise ReplyError(f"EMQARG {arg.name} must be {what}")
+        out.append(value)
+    return out
+
+
+# How `fitting_prefix` tests a position: the exact suffix it expects, or one of these.
+ANY_JOB = 0  # a row: any suffix starting with JOB (the kind check folded in)
+OTHER = 1  # stream|dlq or failures:<entry id>: `suffix_fits` judges
+
+
+Position = tuple[bytes | int, str]  # (the exact suffix, ANY_JOB or OTHER; the expectation)
+
+
+def position_plan(expected: tuple[str, ...]) -> tuple[Position, ...]:
+    return tuple((ANY_JOB if s == ROW else OTHER if s in (STREAM, FAILURES) else s.encode(), s)
+                 for s in expected)
+
+
+def fitting_prefix(keys: list[bytes], plan: tuple[Position, ...]) -> bytes | None:
+    """The `emq:{Q}:` of `keys` when every key passes the layout and kind checks, else None
+    (the checks, run in order, then say which fails). The common case, in one pass: key 1
+    names the queue (as `split_key` reads it), every key is that prefix and what its
+    position expects."""
+    first = keys[0]
+    if not first.startswith(b"emq:{"):
+        return None
+    close = first.find(b"}", 5)
+    if close <= 5 or not first.startswith(b":", close + 1) or first.find(b"{", 5, close) >= 0:
+        return None
+    size = close + 2
+    prefix = first[:size]
+    for key, (want, expected) in zip(keys, plan):
+        if type(want) is bytes:
+            if key != prefix + want:
+                return None
+        elif not key.startswith(prefix):
+            return None
+        elif want == ANY_JOB:
+            if not key.startswith(b"JOB", size):
+                return None
+        elif not suffix_fits(key[size:], expected):
+            return None
+    return prefix
+
+
+def fitting_args(words: list[bytes], least: tuple[int | None, ...],
+                 spec: tuple[Arg, ...]) -> list[Any]:
+    """The arguments parsed, when every one is valid (else `parse_args` names the first
+    that is not); `least` is each one's least value, None for text."""
+    out: list[Any] = []
+    for word, lowest in zip(words, least):
+        if lowest is None:
+            out.append(word)
+            continue
+        value = word_int(word)
+        if value is None or value < lowest:
+            return parse_args(words, spec)  # raises EMQARG for the first bad one
         out.append(value)
     return out
 
@@ -180,20 +247,30 @@ def verb(
     key_flags = "RW access update" if write else "RO access"
     full_name = f"emq.{name}"
 
+    count = len(keys)
+    numkeys = b"%d" % count  # the one spelling Valkey's strict integer form accepts
+    plan = position_plan(keys)
+    least = tuple(None if a.kind is None else a.kind[0] for a in arg_spec)
+
     def declare(handler: Callable[[Call], Any]) -> Callable[[Call], Any]:
         def run(c: Client, argv: list[bytes]) -> Any:
-            check_shape(full_name, argv, len(keys))
-            key_words = argv[2 : 2 + len(keys)]
-            queue = check_layout(key_words, keys) if keys else b""
-            check_kind(key_words, keys, len(queue) + 7)
-            call = Call(c, queue, key_words, parse_args(argv[2 + len(keys) : fixed], arg_spec),
+            if argv[1] != numkeys:
+                check_shape(full_name, argv, count)
+            key_words = argv[2 : 2 + count]
+            prefix = fitting_prefix(key_words, plan) if count else b"emq:{}:"
+            if prefix is None:  # some check fails: run them in order for its error
+                queue = check_layout(key_words, keys)
+                check_kind(key_words, keys, len(queue) + 7)
+                prefix = b"emq:{" + queue + b"}:"
+            call = Call(c, prefix, key_words, fitting_args(argv[2 + count : fixed], least, arg_spec),
                         argv[fixed:])
-            if write:
-                call.may_write(*key_words)
-            else:
-                call.may_read(*key_words)
-            if access is not None:
-                access(call)
+            if not c.acl_unrestricted:
+                if write:
+                    call.may_write(*key_words)
+                else:
+                    call.may_read(*key_words)
+                if access is not None:
+                    access(call)
             return handler(call)
 
         run.__name__ = handler.__name__

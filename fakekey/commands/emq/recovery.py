@@ -57,24 +57,26 @@ def check_targets(call: Call, rows: list[Expired | None]) -> None:
 
 
 def settle_expired(call: Call, job_id: bytes, row: Expired) -> None:
-    """One expired lease's writes, in the twin script's order."""
+    """One expired lease's writes, in the twin script's order. Each key is read right
+    before its write: a row may be meta itself, or emptied by its HDEL."""
     pending_key, dead_key = call.keys[1], call.keys[2]
     row_key = call.key(job_id)
     if row.outcome == EXEMPT:
-        host.hdel(call, row_key, b"restart", b"fence")
-        host.hset(call, row_key, b"state", b"pending")
-        host.zadd(call, pending_key, job_id, row.priority)
+        host.hdel(call, row_key, host.read_hash(call, row_key), b"restart", b"fence")
+        host.hset(call, row_key, host.read_hash(call, row_key), b"state", b"pending")
+        host.zadd(call, pending_key, host.read_zset(call, pending_key), job_id, row.priority)
         return
-    host.hincrby(call, row_key, b"stalls", 1)
+    host.hincrby(call, row_key, host.read_hash(call, row_key), b"stalls", 1)
     if row.outcome == DEAD:
-        host.hset(call, row_key, b"state", b"dead", b"error", b"stalled")
-        host.hdel(call, row_key, b"fence")
-        host.zadd(call, dead_key, job_id, call.now)
-        host.hincrby(call, call.key(b"meta"), b"dead", 1)
+        host.hset(call, row_key, host.read_hash(call, row_key), b"state", b"dead", b"error", b"stalled")
+        host.hdel(call, row_key, host.read_hash(call, row_key), b"fence")
+        host.zadd(call, dead_key, host.read_zset(call, dead_key), job_id, call.now)
+        meta_key = call.key(b"meta")
+        host.hincrby(call, meta_key, host.read_hash(call, meta_key), b"dead", 1)
     else:
-        host.hset(call, row_key, b"state", b"pending")
-        host.hdel(call, row_key, b"fence")
-        host.zadd(call, pending_key, job_id, row.priority)
+        host.hset(call, row_key, host.read_hash(call, row_key), b"state", b"pending")
+        host.hdel(call, row_key, host.read_hash(call, row_key), b"fence")
+        host.zadd(call, pending_key, host.read_zset(call, pending_key), job_id, row.priority)
 
 
 def write_meta(call: Call) -> None:
@@ -90,13 +92,14 @@ def write_meta(call: Call) -> None:
 def stalled_check(call: Call) -> Any:
     active_key = call.keys[0]
     limit, max_stalls = call.args
-    due = host.due_members(host.read_zset(call, active_key), call.now, limit)
+    active = host.read_zset(call, active_key)
+    due = host.due_members(active, call.now, limit)
     rows = read_expired(call, due, max_stalls)
     host.int_field(host.read_hash(call, call.key(b"meta")), b"dead")
     check_targets(call, rows)
     counts = {RECOVERED: 0, DEAD: 0, EXEMPT: 0}
     for job_id, row in zip(due, rows, strict=True):
-        host.zrem(call, active_key, job_id)
+        host.zrem(call, active_key, active, job_id)
         if row is not None:
             settle_expired(call, job_id, row)
             counts[row.outcome] += 1

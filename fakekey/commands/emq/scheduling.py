@@ -30,16 +30,19 @@ def due_priorities(call: Call, due: list[bytes]) -> list[int | None]:
 def promote(call: Call) -> Any:
     schedule_key, pending_key, _ = call.keys
     (batch,) = call.args
-    due = host.due_members(host.read_zset(call, schedule_key), call.now, batch)
+    schedule = host.read_zset(call, schedule_key)
+    due = host.due_members(schedule, call.now, batch)
     priorities = due_priorities(call, due)
+    pending = None
     if any(p is not None for p in priorities):
-        host.read_zset(call, pending_key)  # WRONGTYPE before the first write
+        pending = host.read_zset(call, pending_key)  # WRONGTYPE before the first write
     moved = 0
     for job_id, priority in zip(due, priorities, strict=True):
-        host.zrem(call, schedule_key, job_id)
+        host.zrem(call, schedule_key, schedule, job_id)
         if priority is None:
             continue
-        host.hset(call, call.key(job_id), b"state", b"pending")
-        host.zadd(call, pending_key, job_id, priority)
+        row_key = call.key(job_id)
+        host.hset(call, row_key, host.read_hash(call, row_key), b"state", b"pending")
+        pending = host.zadd(call, pending_key, pending, job_id, priority)
         moved += 1
     return moved

@@ -168,7 +168,7 @@ def test_command_docs_of_every_verb(r: RawClient, name: str) -> None:
     docs = as_dict(reply)[name.encode()]
     if not isinstance(docs, dict):
         docs = dict(zip(docs[::2], docs[1::2], strict=True))
-    assert list(docs) == [b"summary", b"since", b"group", b"complexity", b"module"]
+    assert list(docs) == [b"summary", b"since", b"group", b"complexity", b"module", b"arguments"]
     assert (docs[b"since"], docs[b"group"], docs[b"module"]) == (b"0.1.0", b"module", b"trafikey")
     assert docs[b"summary"] and docs[b"complexity"]
     if name in SEED_DOCS:

@@ -1,0 +1,562 @@
+"""Persistence as Valkey runs it: load at start, save rules, SAVE/BGSAVE, the append-only
+log and its rewrite, the save at shutdown, and INFO persistence.
+
+Background work (BGSAVE, BGREWRITEAOF) takes a point-in-time copy of the keyspace in one
+step (`snapshot.copied_image`), then encodes it in slices of a few milliseconds between
+event-loop turns and writes the file from a worker thread, so clients keep their service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from typing import Any
+
+from fakekey.persistence import aof as aoflib
+from fakekey.persistence.aof import AppendLog, Manifest, Replayer
+from fakekey.persistence.codec import CorruptData
+from fakekey.persistence.snapshot import (
+    Image,
+    LoadError,
+    commit,
+    copied_image,
+    iter_snapshot,
+    live_image,
+    parse_snapshot,
+    snapshot_bytes,
+    temp_name,
+    write_file_atomically,
+    write_temp,
+)
+
+log = logging.getLogger("fakekey.server")
+
+SLICE_SECONDS = 0.004  # encoding work per event-loop turn in a background save
+BGSAVE_RETRY_DELAY = 5  # seconds before a save rule retries after a failed save (Valkey's)
+
+
+class Persistence:
+    """`state.persistence`: what the server keeps on disk and how it is doing."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.bgsave_task: asyncio.Task[Any] | None = None
+        self.bgsave_scheduled = False
+        self.bgsave_started = 0.0
+        self.last_bgsave_ok = True
+        self.last_bgsave_try = 0
+        self.last_bgsave_secs = -1
+        self.dirty_at_bgsave = 0
+        self.save_keys_total = 0
+        self.rewrite_task: asyncio.Task[Any] | None = None
+        self.rewrite_job: Any = None  # (image, now, final manifest, old manifest) of the running one
+        self.rewrite_scheduled = False
+        self.rewrite_started = 0.0
+        self.rewrites = 0
+        self.last_rewrite_ok = True
+        self.rewrite_failures = 0
+        self.last_rewrite_secs = -1
+        self.manifest: Manifest | None = None
+        self.base_size = 0
+        self.keys_loaded = 0
+        self.keys_expired = 0
+        self.loading = False  # replaying the log: FLUSHALL saves nothing then
+        self.stale_files: set[str] = set()  # an earlier log's files, gone once a new base exists
+        state.config.appliers["appendonly"] = self._apply_appendonly
+
+    # --- paths -------------------------------------------------------------------------
+
+    @property
+    def config(self) -> Any:
+        return self.state.config
+
+    def snapshot_path(self) -> str:
+        return os.path.join(self.config["dir"], self.config["dbfilename"])
+
+    def save_rules(self) -> list[tuple[int, int]]:
+        numbers = [int(n) for n in self.config["save"].split()]
+        return list(zip(numbers[0::2], numbers[1::2], strict=True))
+
+    # --- loading at start ----------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Valkey's loadDataFromDisk: the append-only log when appendonly is on (created
+        from the snapshot if there is none yet), else the snapshot. LoadError refuses."""
+        if not (self.config["appendonly"] or self.save_rules() or self.config["dir"] != "."):
+            # nothing asks for persistence: a stray dump.rdb in the working directory (a
+            # real server's) never stops an embedded server from starting
+            return
+        started = time.monotonic()
+        if self.config["appendonly"]:
+            manifest = aoflib.read_manifest(aoflib.manifest_path(self.config))
+            if manifest is not None:
+                self._load_log(manifest)
+                log.info("DB loaded from append only file: %.3f seconds", time.monotonic() - started)
+                return
+            self._load_snapshot(drop_expired=True)
+            self._create_log()
+            return
+        if self._load_snapshot(drop_expired=True):
+            log.info("DB loaded from disk: %.3f seconds", time.monotonic() - started)
+
+    def _load_snapshot(self, drop_expired: bool, path: str | None = None) -> bool:
+        path = path or self.snapshot_path()
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            raise LoadError(f"{path}: {err.strerror}") from None
+        loaded = parse_snapshot(path, data)
+        state = self.state
+        now = state.clock.now_ms()
+        if loaded.libraries:
+            from fakekey.lua_shim.functions import LibraryError, libraries_of
+
+            engine = libraries_of(state)
+            for code in loaded.libraries:
+                try:
+                    engine.create(code, replace=True)
+                except LibraryError as err:
+                    raise LoadError(f"{path}: a function library does not load: "
+                                    f"{err.message.decode(errors='replace')}") from None
+        for index, key, deadline, value in loaded.keys:
+            if index >= len(state.dbs):
+                raise LoadError(f"{path}: key in database {index}, but there are {len(state.dbs)} databases")
+            if drop_expired and 0 <= deadline < now:
+                self.keys_expired += 1  # expired keys are not resurrected
+                continue
+            db = state.dbs[index]
+            db.data[key] = value
+            db.access[key] = now
+            if deadline >= 0:
+                db.expires[key] = deadline
+            self.keys_loaded += 1
+        return True
+
+    def _load_log(self, manifest: Manifest) -> None:
+        folder = aoflib.aof_dir(self.config)
+        if manifest.base:
+            base = os.path.join(folder, manifest.base)
+            if not os.path.exists(base):
+                raise LoadError(f"{base}: the base file the manifest names is missing")
+            # keys expired by now are kept until the log is replayed at its own times
+            self._load_snapshot(drop_expired=False, path=base)
+        replayer = Replayer(self.state)
+        self.loading = True
+        try:
+            self._replay_files(manifest, replayer)
+        finally:
+            self.loading = False
+        self._after_replay(manifest)
+
+    def _replay_files(self, manifest: Manifest, replayer: Replayer) -> None:
+        for path, last in aoflib.iter_incr_files(self.config, manifest):
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except FileNotFoundError:
+                raise LoadError(f"{path}: an incremental file the manifest names is missing") from None
+            read = aoflib.read_log(path, data, last)
+            for offset, payload in read.records:
+                try:
+                    replayer.apply(payload)
+                except (CorruptData, IndexError, ValueError) as err:
+                    raise LoadError(f"{path}: bad record at offset {offset}: {err}") from None
+            if read.truncated_at is not None:
+                log.warning("!!! Warning: short read while loading the AOF file %s!!! (%s at offset %d)",
+                            path, read.reason, read.truncated_at)
+                if not self.config["aof-load-truncated"]:
+                    raise LoadError(f"{path}: the log is cut at offset {read.truncated_at} ({read.reason}) "
+                                    "and aof-load-truncated is no")
+                aoflib.truncate_tail(path, read.truncated_at)
+                log.warning("AOF %s loaded anyway because aof-load-truncated is enabled", path)
+
+    def _after_replay(self, manifest: Manifest) -> None:
+        folder = aoflib.aof_dir(self.config)
+        state = self.state
+        now = state.tick()
+        for db in state.dbs:  # what expired while the server was down stays gone
+            self.keys_expired += db.expire_due(now)
+        self.keys_loaded = sum(len(db.data) for db in state.dbs)
+        state.dirty = 0
+        self.manifest = manifest
+        incr = manifest.incrs[-1] if manifest.incrs else None
+        if incr is None:
+            manifest.seq += 1
+            incr = aoflib.file_names(self.config, manifest.seq)[1]
+            manifest.incrs.append(incr)
+            self.state.aof = AppendLog(self.state, os.path.join(folder, incr))
+            aoflib.write_manifest(self.config, manifest)
+        else:
+            self.state.aof = AppendLog(self.state, os.path.join(folder, incr))
+        if manifest.base:
+            self.base_size = os.path.getsize(os.path.join(folder, manifest.base))
+
+    def _create_log(self) -> None:
+        """appendonly yes at start without a log: one from the current data, at once."""
+        os.makedirs(aoflib.aof_dir(self.config), exist_ok=True)
+        manifest = Manifest(seq=1)
+        base, incr = aoflib.file_names(self.config, 1)
+        folder = aoflib.aof_dir(self.config)
+        data = snapshot_bytes(live_image(self.state), self.state.clock.now_ms())
+        write_file_atomically(os.path.join(folder, base), [data])
+        self.state.aof = AppendLog(self.state, os.path.join(folder, incr))
+        manifest.base, manifest.incrs = base, [incr]
+        aoflib.write_manifest(self.config, manifest)
+        self.manifest = manifest
+        self.base_size = len(data)
+        self.state.dirty = 0
+
+    # --- snapshots -----------------------------------------------------------------------------
+
+    def save(self) -> bool:
+        """SAVE: the snapshot now, while nothing else runs."""
+        state = self.state
+        try:
+            data = snapshot_bytes(live_image(state), state.clock.now_ms())
+            write_file_atomically(self.snapshot_path(), [data])
+        except OSError as err:
+            log.warning("Failed saving the DB: %s", err.strerror)
+            self.last_bgsave_ok = False
+            return False
+        log.info("DB saved on disk")
+        self._saved(state.dirty)
+        return True
+
+    def _saved(self, dirty_then: int) -> None:
+        state = self.state
+        state.dirty -= dirty_then
+        state.lastsave = int(time.time())
+        state.stats["rdb_saves"] += 1
+        self.last_bgsave_ok = True
+
+    def bgsave_in_progress(self) -> bool:
+        return self.bgsave_task is not None
+
+    def start_bgsave(self) -> None:
+        """BGSAVE: copy the data now, write it in the background."""
+        state = self.state
+        self.last_bgsave_try = int(time.time())
+        self.dirty_at_bgsave = state.dirty
+        image = copied_image(state)
+        self.save_keys_total = sum(len(data) for _, data, _ in image.dbs)
+        self.bgsave_started = time.monotonic()
+        log.info("Background saving started")
+        self.bgsave_task = asyncio.get_running_loop().create_task(self._bgsave(image))
+
+    async def _bgsave(self, image: Image) -> None:
+        path = self.snapshot_path()
+        try:
+            chunks = await encode_in_slices(image, self.state.clock.now_ms(), self._key_delay())
+            await write_in_background(path, chunks)
+        except OSError as err:
+            log.warning("Background saving error: %s", err.strerror)
+            self.last_bgsave_ok = False
+        else:
+            log.info("Background saving terminated with success")
+            self._saved(self.dirty_at_bgsave)
+        finally:
+            self.last_bgsave_secs = int(time.monotonic() - self.bgsave_started)
+            if self.bgsave_task is asyncio.current_task():
+                self.bgsave_task = None
+
+    def _key_delay(self) -> float:
+        """rdb-key-save-delay: microseconds per key saved (Valkey's knob for tests)."""
+        return max(self.config["rdb-key-save-delay"], 0) / 1e6
+
+    def flushed_all(self) -> None:
+        """FLUSHALL: a background save of the old data ends; with a save rule the empty
+        data is saved at once (Valkey's flushAllDataAndResetRDB)."""
+        self._cancel_bgsave()
+        if self.save_rules() and not self.loading:
+            self.save()
+
+    def _cancel_bgsave(self) -> None:
+        if self.bgsave_task is not None:
+            self.bgsave_task.cancel()
+            self.bgsave_task = None
+
+    # --- the append-only log -------------------------------------------------------------------
+
+    def rewrite_in_progress(self) -> bool:
+        return self.rewrite_task is not None
+
+    def start_rewrite(self, attach: bool = False) -> None:
+        """BGREWRITEAOF: a new base from a copy of the data; the log goes on in a new
+        incremental file, which the manifest lists before any record goes there.
+        `attach`: the log starts now (appendonly turned on), named by no manifest until
+        its base exists."""
+        state = self.state
+        config = self.config
+        folder = aoflib.aof_dir(config)
+        os.makedirs(folder, exist_ok=True)
+        old = self.manifest or aoflib.read_manifest(aoflib.manifest_path(config)) or Manifest()
+        seq = old.seq + 1
+        base, incr = aoflib.file_names(config, seq)
+        image = copied_image(state)
+        now = state.clock.now_ms()
+        log_on = state.aof is not None
+        if log_on:
+            state.aof.switch_to(os.path.join(folder, incr))
+            middle = Manifest(old.base, [*old.incrs, incr], seq)
+            aoflib.write_manifest(config, middle)
+            self.manifest = middle
+        elif attach:
+            state.aof = AppendLog(state, os.path.join(folder, incr))
+            log_on = True
+        self.rewrite_started = time.monotonic()
+        log.info("Background append only file rewriting started")
+        final = Manifest(base, [incr] if log_on else [], seq)
+        self.rewrite_job = (image, now, final, old)
+        self.rewrite_task = asyncio.get_running_loop().create_task(self._rewrite(image, now, final, old))
+
+    async def _rewrite(self, image: Image, now: int, final: Manifest, old: Manifest) -> None:
+        path = os.path.join(aoflib.aof_dir(self.config), final.base or "")
+        try:
+            chunks = await encode_in_slices(image, now, self._key_delay())
+            await write_in_background(path, chunks)
+            self._install_base(final)
+        except OSError as err:
+            log.warning("Background AOF rewrite error: %s", err.strerror)
+            self.last_rewrite_ok = False
+            self.rewrite_failures += 1
+            self.rewrite_job = None
+        else:
+            self._rewritten(final, old, sum(map(len, chunks)))
+        finally:
+            self.last_rewrite_secs = int(time.monotonic() - self.rewrite_started)
+            if self.rewrite_task is asyncio.current_task():
+                self.rewrite_task = None
+
+    def _install_base(self, final: Manifest) -> None:
+        """The new base is in place: the manifest names it (and the log, if still on)."""
+        if self.state.aof is None and final.incrs:  # turned off meanwhile
+            final.incrs = []
+        aoflib.write_manifest(self.config, final)
+
+    def _rewritten(self, final: Manifest, old: Manifest, base_size: int) -> None:
+        folder = aoflib.aof_dir(self.config)
+        self.manifest = final
+        self.base_size = base_size
+        stale, self.stale_files = self.stale_files, set()
+        for name in ({old.base, *old.incrs} | stale) - {final.base, *final.incrs} - {None}:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))
+        self.rewrites += 1
+        self.last_rewrite_ok = True
+        self.rewrite_failures = 0
+        self.rewrite_job = None
+        log.info("Background AOF rewrite finished successfully")
+
+    def _cancel_rewrite(self) -> None:
+        self.rewrite_job = None
+        if self.rewrite_task is not None:
+            self.rewrite_task.cancel()
+            self.rewrite_task = None
+
+    def _finish_rewrite_now(self) -> None:
+        """At shutdown a running rewrite is completed, not dropped (Valkey will not exit
+        while its first AOF is written): the same copy, written synchronously."""
+        job, self.rewrite_job = self.rewrite_job, None
+        if self.rewrite_task is not None:
+            self.rewrite_task.cancel()
+            self.rewrite_task = None
+        if job is None or self.state.aof is None:
+            return
+        image, now, final, old = job
+        data = snapshot_bytes(image, now)
+        write_file_atomically(os.path.join(aoflib.aof_dir(self.config), final.base or ""), [data])
+        self._install_base(final)
+        self._rewritten(final, old, len(data))
+
+    def _apply_appendonly(self, new: bool, old: bool) -> str | None:
+        """CONFIG SET appendonly: on starts a log (its base written by a rewrite), off
+        closes it."""
+        state = self.state
+        if new and state.aof is None:
+            folder = aoflib.aof_dir(self.config)
+            try:
+                os.makedirs(folder, exist_ok=True)
+                previous = aoflib.read_manifest(aoflib.manifest_path(self.config))
+                if previous is not None:
+                    self.stale_files = {previous.base, *previous.incrs} - {None}  # type: ignore[assignment]
+                # the old files describe data of another time: they are no log any more
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(aoflib.manifest_path(self.config))
+                self.manifest = Manifest(seq=previous.seq if previous else 0)
+                self._cancel_rewrite()
+                self.start_rewrite(attach=True)
+            except (OSError, LoadError) as err:
+                log.warning("Could not start the append only file: %s", err)
+                return "Unable to turn on AOF. Check server logs."
+        elif not new and state.aof is not None:
+            self._cancel_rewrite()
+            state.aof.close()
+            state.aof = None
+        return None
+
+    # --- the cron, shutdown --------------------------------------------------------------------
+
+    async def run_cron(self) -> None:
+        while True:
+            await asyncio.sleep(0.1)
+            try:
+                self.cron()
+            except Exception:  # noqa: BLE001 - the cron must never die
+                log.exception("persistence cron")
+
+    def cron(self) -> None:
+        state = self.state
+        if state.aof is not None:
+            state.aof.tick()
+        if self.bgsave_task is not None or self.rewrite_task is not None:
+            return
+        if self.rewrite_scheduled:
+            self.rewrite_scheduled = False
+            self.start_rewrite()
+            return
+        if self.bgsave_scheduled:
+            self.bgsave_scheduled = False
+            self.start_bgsave()
+            return
+        if state.aof is not None and self._log_outgrew_its_base():
+            log.info("Starting automatic rewriting of AOF on %d%% growth",
+                     self.config["auto-aof-rewrite-percentage"])
+            self.start_rewrite()
+            return
+        now = int(time.time())
+        for seconds, changes in self.save_rules():
+            if state.dirty >= changes and now - state.lastsave > seconds and (
+                    self.last_bgsave_ok or now - self.last_bgsave_try > BGSAVE_RETRY_DELAY):
+                log.info("%d changes in %d seconds. Saving...", changes, seconds)
+                self.start_bgsave()
+                return
+
+    def _log_outgrew_its_base(self) -> bool:
+        """auto-aof-rewrite-percentage and -min-size, as Valkey's cron reads them."""
+        percentage = self.config["auto-aof-rewrite-percentage"]
+        size = self.base_size + self.state.aof.size
+        if not percentage or size <= self.config["auto-aof-rewrite-min-size"]:
+            return False
+        return size * 100 // max(self.base_size, 1) - 100 >= percentage
+
+    def shutdown(self, save: bool | None, force: bool = False) -> bool:
+        """Before the server stops: end background work, save when asked (None: when a
+        save rule is set), flush the log. False when the save failed (and not forced)."""
+        self._cancel_bgsave()
+        ok = True
+        if self.state.aof is not None:
+            try:
+                self.state.aof.flush(True)
+                self._finish_rewrite_now()
+            except OSError as err:
+                log.warning("Error writing the append only file at shutdown: %s", err.strerror)
+                ok = False
+        if save or (save is None and self.save_rules()):
+            log.info("Saving the final RDB snapshot before exiting.")
+            ok = self.save() and ok
+        if not ok and not force:
+            log.warning("Errors trying to shut down the server. Check the logs for more information.")
+            return False
+        return True
+
+    def close(self) -> None:
+        for task in (self.bgsave_task, self.rewrite_task):
+            if task is not None:
+                task.cancel()
+        self.bgsave_task = self.rewrite_task = None
+        if self.state.aof is not None:
+            self.state.aof.close()
+            self.state.aof = None
+
+    # --- INFO ----------------------------------------------------------------------------------
+
+    def info_lines(self) -> list[str]:
+        state = self.state
+        now = time.monotonic()
+        bgsave = self.bgsave_task is not None
+        rewrite = self.rewrite_task is not None
+        lines = [
+            "loading:0",
+            "async_loading:0",
+            "current_cow_peak:0",
+            "current_cow_size:0",
+            "current_cow_size_age:0",
+            "current_fork_perc:0.00",
+            "current_save_keys_processed:0",
+            f"current_save_keys_total:{self.save_keys_total if bgsave else 0}",
+            f"rdb_changes_since_last_save:{state.dirty}",
+            f"rdb_bgsave_in_progress:{int(bgsave)}",
+            f"rdb_last_save_time:{state.lastsave}",
+            f"rdb_last_bgsave_status:{'ok' if self.last_bgsave_ok else 'err'}",
+            f"rdb_last_bgsave_time_sec:{self.last_bgsave_secs}",
+            f"rdb_current_bgsave_time_sec:{int(now - self.bgsave_started) if bgsave else -1}",
+            f"rdb_saves:{state.stats['rdb_saves']}",
+            "rdb_last_cow_size:0",
+            f"rdb_last_load_keys_expired:{self.keys_expired}",
+            f"rdb_last_load_keys_loaded:{self.keys_loaded}",
+            f"aof_enabled:{int(state.aof is not None)}",
+            f"aof_rewrite_in_progress:{int(rewrite)}",
+            f"aof_rewrite_scheduled:{int(self.rewrite_scheduled)}",
+            f"aof_last_rewrite_time_sec:{self.last_rewrite_secs}",
+            f"aof_current_rewrite_time_sec:{int(now - self.rewrite_started) if rewrite else -1}",
+            f"aof_last_bgrewrite_status:{'ok' if self.last_rewrite_ok else 'err'}",
+            f"aof_rewrites:{self.rewrites}",
+            f"aof_rewrites_consecutive_failures:{self.rewrite_failures}",
+            f"aof_last_write_status:{'ok' if state.aof is None or state.aof.write_ok else 'err'}",
+            "aof_last_cow_size:0",
+            "module_fork_in_progress:0",
+            "module_fork_last_cow_size:0",
+            "slot_migration_fork_in_progress:0",
+        ]
+        if state.aof is not None:
+            lines += [
+                f"aof_current_size:{self.base_size + state.aof.size}",
+                f"aof_base_size:{self.base_size}",
+                "aof_pending_rewrite:0",
+                f"aof_buffer_length:{len(state.aof.pending)}",
+                "aof_pending_bio_fsync:0",
+                "aof_delayed_fsync:0",
+            ]
+        return lines
+
+
+async def write_in_background(path: str, chunks: list[bytes]) -> None:
+    """Write and fsync the temporary file in a worker thread; rename it into place here,
+    on the loop, only if this job was not cancelled meanwhile (SHUTDOWN, FLUSHALL)."""
+    temporary = temp_name(path)
+    task = asyncio.current_task()
+    assert task is not None
+    try:
+        await asyncio.get_running_loop().run_in_executor(
+            None, write_temp, temporary, chunks, lambda: task.cancelling() > 0 or task.done())
+    except asyncio.CancelledError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    commit(temporary, path)
+
+
+async def encode_in_slices(image: Image, now_ms: int, key_delay: float = 0.0) -> list[bytes]:
+    """The snapshot's bytes, encoded a few milliseconds at a time between loop turns
+    (with rdb-key-save-delay, one key per turn after that many seconds)."""
+    out: list[bytes] = []
+    work = iter_snapshot(image, now_ms, out, per_key=key_delay > 0)
+    clock = time.perf_counter
+    if key_delay:
+        for _ in work:
+            await asyncio.sleep(key_delay)
+        return out
+    while True:
+        until = clock() + SLICE_SECONDS
+        for _ in work:
+            if clock() >= until:
+                break
+        else:
+            return out
+        await asyncio.sleep(0)
