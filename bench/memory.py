@@ -3,7 +3,8 @@
     .venv/bin/python bench/memory.py                          # both parts (1M elements, 1M requests)
     .venv/bin/python bench/memory.py --part size --elements 1000000
     .venv/bin/python bench/memory.py --part leak --requests 10000000      # the issue's long run
-    .venv/bin/python bench/memory.py --part leak --requests 300000 --trace  # where the growth is
+    .venv/bin/python bench/memory.py --part leak --requests 1000000 --count  # live blocks, objects by type
+    .venv/bin/python bench/memory.py --part leak --requests 100000 --trace  # where the growth is (slow)
 
 **size**: for each data set (small strings, fields of one hash, 10-field hashes, members of
 one sorted set), a fresh fakekey and a fresh valkey-server; the RSS of each (VmRSS from
@@ -93,9 +94,12 @@ def serve_fakekey(argv: list[str]) -> int:
         import tracemalloc
 
         gc.collect()
-        path = f"{ack}.snap{done[0] + 1}"
+        path = f"{ack}.snap{done[0] + 1}" + ("" if tracemalloc.is_tracing() else ".json")
         if tracemalloc.is_tracing():
             tracemalloc.take_snapshot().dump(path)
+        else:  # without tracemalloc: live blocks and the objects the gc tracks, by type
+            types = Counter(type(o).__qualname__ for o in gc.get_objects())
+            Path(path).write_text(json.dumps({"blocks": sys.getallocatedblocks(), "types": types}))
         acknowledge(path)
 
     signal.signal(signal.SIGUSR1, collect)
@@ -168,9 +172,9 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-def info_field(port: int, name: str) -> int:
+def info_field(port: int, name: str, section: str = "memory") -> int:
     harness = _load_harness()
-    text = harness.call(harness.Endpoint("", "127.0.0.1", port), "INFO", "memory")
+    text = harness.call(harness.Endpoint("", "127.0.0.1", port), "INFO", section)
     for line in text.decode().splitlines():
         if line.startswith(name + ":"):
             return int(line.split(":", 1)[1])
@@ -192,11 +196,10 @@ class DataSet:
 
 
 def _strings(n: int) -> Iterator[list[Any]]:
-    for start in range(0, n, 500):
-        args: list[Any] = ["MSET"]
-        for i in range(start, min(n, start + 500)):
-            args += [b"key:%08d" % i, b"val:%08d" % i]
-        yield args
+    # one SET per key, as most strings arrive: each command's clock reading (the key's
+    # access time) is then an int of its own, where MSET would share one
+    for i in range(n):
+        yield ["SET", b"key:%08d" % i, b"val:%08d" % i]
 
 
 def _hash_fields(n: int) -> Iterator[list[Any]]:
@@ -259,7 +262,7 @@ def load_and_measure(port: int, pid: int, data: DataSet, elements: int,
     settle(gc_fakekey)
     rss0, used0 = rss_bytes(pid), info_field(port, "used_memory")
     started = time.perf_counter()
-    harness.prefill(endpoint, (harness.encode_command(*c) for c in data.build(elements)), batch=20)
+    harness.prefill(endpoint, (harness.encode_command(*c) for c in data.build(elements)), batch=100)
     loaded = time.perf_counter() - started
     settle(gc_fakekey)
     rss1, used1 = rss_bytes(pid), info_field(port, "used_memory")
@@ -488,39 +491,44 @@ def churner(tally: Tally, port: int) -> None:
 @_guarded
 def emq_worker(tally: Tally, port: int, batch: int) -> None:
     """Jobs through ENQUEUE -> CLAIM -> COMPLETE (one FAILed to the schedule and PROMOTEd
-    back, one RELEASEd), with the bus verbs and the sweeps beside them."""
+    back, one RELEASEd, which the stalled check recovers once its 1 s lease is over; rows
+    REMOVEd once dead), with the bus verbs and the sweeps beside them."""
     p = "emq:{leak}:"
     conn = Conn(port)
     job = 0
+    dead: list[bytes] = []
     while not tally.stop.is_set():
         ids = [f"JOB{job + k:012d}" for k in range(batch)]
         job += batch
         sent = [encode("EMQ.ENQUEUE", 3, p + j, p + "pending", p + "schedule", "payload", 0, k % 3)
                 for k, j in enumerate(ids)]
-        sent += [encode("EMQ.CLAIM", 2, p + "pending", p + "active", 30_000)] * batch
+        # more claims than jobs enqueued: the RELEASEd and re-PROMOTEd jobs come back to
+        # pending too, and would pile up (growth of data, not a leak); the rest answer []
+        sent += [encode("EMQ.CLAIM", 2, p + "pending", p + "active", 1_000)] * (batch + 4)
         conn.send(b"".join(sent))
         leases = [r for r in conn.replies(len(sent), tally)[batch:] if isinstance(r, list) and r]
-        settle_cmds = []
+        settle = [encode("EMQ.REMOVE", 1, row) for row in dead]  # a dead row stays until removed
         for k, (jid, _payload, _attempts, fence) in enumerate(leases):
             row = p.encode() + jid
             if k == 0:
-                settle_cmds.append(encode("EMQ.FAIL", 4, row, p + "active", p + "schedule", p + "dead",
-                                          fence, 0, "boom"))
+                settle.append(encode("EMQ.FAIL", 4, row, p + "active", p + "schedule", p + "dead",
+                                     fence, 0, "boom"))
             elif k == 1:
-                settle_cmds.append(encode("EMQ.RELEASE", 2, row, p + "active", fence))
+                settle.append(encode("EMQ.RELEASE", 2, row, p + "active", fence))
             else:
-                settle_cmds.append(encode("EMQ.COMPLETE", 2, row, p + "active", fence))
-        settle_cmds += [
+                settle.append(encode("EMQ.COMPLETE", 2, row, p + "active", fence))
+        settle += [
             encode("EMQ.PROMOTE", 3, p + "schedule", p + "pending", p, 100),
             encode("EMQ.STALLED.CHECK", 4, p + "active", p + "pending", p + "dead", p, 100, 3),
             encode("EMQ.STATS", 1, p + "meta"),
             encode("EMQ.PUBLISH", 1, p + "stream", 100, "id", job, "type", "t", "data", "d"),
             encode("EMQ.FAILURES.INCR", 1, f"{p}failures:{job}-0", 20),
-            encode("ZREMRANGEBYRANK", p + "dead", 0, -1),
+            encode("ZRANGE", p + "dead", 0, 9),
         ]
-        conn.send(b"".join(settle_cmds))
-        conn.replies(len(settle_cmds), tally)
-        tally.add("emq", len(sent) + len(settle_cmds))
+        conn.send(b"".join(settle))
+        replies = conn.replies(len(settle), tally)
+        dead = [p.encode() + jid for jid in replies[-1]]
+        tally.add("emq", len(sent) + len(settle))
     conn.close()
 
 
@@ -611,6 +619,7 @@ def leak_check(port: int, pid: int, requests: int, every: int, warmup: int, work
     result.requests = tally.total()
     result.samples.append((result.requests, rss_bytes(pid)))
     if snapshot is not None:
+        wait_for_hangups(port)
         result.trace.append(snapshot())
     result.errors = dict(tally.errors)
     result.per_thread = dict(tally.counts)
@@ -618,10 +627,19 @@ def leak_check(port: int, pid: int, requests: int, every: int, warmup: int, work
     return result
 
 
+def wait_for_hangups(port: int, timeout: float = 10.0) -> None:
+    """Until the server has seen every driver leave (only the asking connection is left)."""
+    deadline = time.monotonic() + timeout
+    while info_field(port, "connected_clients", "clients") > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def diff_snapshots(first: str, last: str, top: int = 15) -> list[str]:
     """The lines whose live allocations grew most between two tracemalloc snapshots."""
     import tracemalloc
 
+    if not tracemalloc.is_tracing() and first.endswith(".json"):
+        return diff_counts(first, last, top)
     before, after = tracemalloc.Snapshot.load(first), tracemalloc.Snapshot.load(last)
     stats = after.compare_to(before, "traceback")
     total = sum(stat.size_diff for stat in stats)
@@ -629,6 +647,18 @@ def diff_snapshots(first: str, last: str, top: int = 15) -> list[str]:
     for stat in stats[:top]:
         frames = " <- ".join(f"{_short(f.filename)}:{f.lineno}" for f in reversed(stat.traceback[-4:]))
         lines.append(f"{stat.size_diff:+,} B  {stat.count_diff:+,} blocks  {frames}")
+    return lines
+
+
+def diff_counts(first: str, last: str, top: int) -> list[str]:
+    """Without tracemalloc: the change in live blocks and in gc-tracked objects by type."""
+    before, after = json.loads(Path(first).read_text()), json.loads(Path(last).read_text())
+    types = Counter(after["types"])
+    types.subtract(before["types"])
+    lines = [f"{after['blocks'] - before['blocks']:+,} live Python blocks"]
+    for name, change in sorted(types.items(), key=lambda kv: -abs(kv[1]))[:top]:
+        if change:
+            lines.append(f"{change:+,} {name} objects")
     return lines
 
 
@@ -652,7 +682,7 @@ def leak_report(result: LeakResult) -> str:
     if result.errors:
         lines.append("  unexpected error replies: " + "; ".join(f"{n} x {e}" for e, n in result.errors.items()))
     if result.trace:
-        lines.append("  tracemalloc, end of warm-up -> end (top growth):")
+        lines.append("  inside the server, end of warm-up -> end (after a gc):")
         lines += [f"    {line}" for line in result.trace]
     return "\n".join(lines)
 
@@ -670,6 +700,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=0, help="warm-up requests (default 20%% of --requests)")
     ap.add_argument("--workers", type=int, default=3, help="pipelined mix connections")
     ap.add_argument("--trace", action="store_true", help="run fakekey under tracemalloc and diff snapshots")
+    ap.add_argument("--count", action="store_true",
+                    help="diff live blocks and objects by type (cheap: no tracemalloc)")
     ap.add_argument("--json", type=Path, default=None, help="where to write the results")
     return ap.parse_args(argv)
 
@@ -691,8 +723,8 @@ def run_leak(args: argparse.Namespace) -> LeakResult:
     warmup = args.warmup or args.requests // 5
     with fakekey_process(trace_frames=8 if args.trace else 0) as fk:
         result = leak_check(fk.port, fk.pid, args.requests, every, warmup, args.workers,
-                            snapshot=fk.snapshot if args.trace else None, progress=True)
-        if args.trace and len(result.trace) == 2:
+                            snapshot=fk.snapshot if args.trace or args.count else None, progress=True)
+        if len(result.trace) == 2:
             result.trace = diff_snapshots(*result.trace)
     print(leak_report(result))
     return result
