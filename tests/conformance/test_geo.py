@@ -8,12 +8,13 @@ same random requests to fakekey and to a real valkey-server and compares every r
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from fakekey.testing.raw import plain
@@ -544,6 +545,17 @@ def points(draw):
     return out
 
 
+def centroid_lat(coordinates: list[str]) -> float:
+    """The latitude of Valkey's polygon centroid (the mean of the vertices as unit vectors)."""
+    x = y = z = 0.0
+    for lon, lat in zip(coordinates[::2], coordinates[1::2]):
+        lon_r, lat_r = math.radians(float(lon)), math.radians(float(lat))
+        x += math.cos(lat_r) * math.cos(lon_r)
+        y += math.cos(lat_r) * math.sin(lon_r)
+        z += math.sin(lat_r)
+    return math.degrees(math.atan2(z, math.hypot(x, y)))
+
+
 @st.composite
 def searches(draw, count: int):
     centre = ["FROMLONLAT", draw(TEXT) % draw(LON), draw(TEXT) % draw(LAT)]
@@ -559,6 +571,10 @@ def searches(draw, count: int):
         centre, area = [], ["BYPOLYGON", str(n)]
         for _ in range(n):
             area += [draw(TEXT) % draw(LON), draw(TEXT) % draw(LAT)]
+        # Valkey searches the cells around the polygon's centroid; a centroid past the
+        # geohash latitude limit fails to encode and Valkey goes on with an uninitialised
+        # cell (undefined behaviour: docs/differences.md), so those are not compared
+        assume(abs(centroid_lat(area[2:])) <= 85.05112878)
     options = draw(st.lists(st.sampled_from(["WITHDIST", "WITHHASH", "WITHCOORD", "ASC", "DESC"]),
                             max_size=4, unique=True))
     if draw(st.booleans()):
