@@ -76,33 +76,6 @@ def _popped_many(c: Any, argv: list[bytes], reply: Any, funnel: int, before: Any
     return len(reply[1]) if isinstance(reply, list) and len(reply) == 2 else 0
 
 
-ZADD_FLAGS = frozenset((b"nx", b"xx", b"gt", b"lt", b"ch", b"incr"))
-
-
-def _zadd_members(argv: list[bytes]) -> list[bytes]:
-    i = 2
-    while i < len(argv) and argv[i].lower() in ZADD_FLAGS:
-        i += 1
-    return argv[i + 1::2]
-
-
-def _zadd_scores_before(c: Any, argv: list[bytes]) -> list[Any]:
-    value = c.db.data.get(argv[1])
-    scores = getattr(value, "scores", None)
-    if not isinstance(scores, dict) or c.db.is_expired(argv[1]):
-        scores = {}
-    return [scores.get(m) for m in _zadd_members(argv)]
-
-
-def _zadd_changed(c: Any, argv: list[bytes], reply: Any, funnel: int, before: list[Any]) -> int:
-    """ZADD counts members added or given a new score."""
-    if not funnel:
-        return 0
-    scores = getattr(c.db.data.get(argv[1]), "scores", {})
-    members = dict(zip(_zadd_members(argv), before, strict=True))  # the first score seen
-    return sum(1 for m, old in members.items() if scores.get(m) != old)
-
-
 def _consumer_exists(c: Any, argv: list[bytes]) -> bool:
     """XCLAIM/XAUTOCLAIM key group consumer: is the consumer known before the call?"""
     group = getattr(c.db.data.get(argv[1]), "groups", {}).get(argv[2])
@@ -185,7 +158,6 @@ _add("lpush rpush lpushx rpushx", _pushed)
 _add("hset hmset", _pairs_from(2))
 _add("mset msetnx", _pairs_from(1))
 _add("lmpop blmpop zmpop bzmpop", _popped_many)
-_add("zadd", _zadd_changed, _zadd_scores_before)
 _add("xclaim xautoclaim", _claimed, _consumer_exists)
 _add("xreadgroup", _readgroup_counted, _readgroup_before)
 _add("xgroup|delconsumer", _one_if_existed, _delconsumer_before)

@@ -101,6 +101,9 @@ def parse_id(raw: bytes, missing_seq: int = 0, strict: bool = False) -> StreamID
 
 def _parse_id(raw: bytes, missing_seq: int, strict: bool, auto_seq: bool) -> tuple[StreamID, bool]:
     """(id, seq_given); with `auto_seq`, `ms-*` answers seq_given False."""
+    ms_text, dash, seq_text = raw.partition(b"-")
+    if dash and ms_text.isdigit() and seq_text.isdigit() and len(ms_text) < 20 and len(seq_text) < 20:
+        return (int(ms_text), int(seq_text)), True  # plain `ms-seq`, the common form: in range
     if len(raw) > 127:
         raise INVALID_ID
     text = raw.split(b"\0", 1)[0]  # Valkey reads it as a C string
@@ -234,11 +237,11 @@ def parse_add_or_trim(c: Client, argv: list[bytes], xadd: bool) -> tuple[TrimArg
     argc = len(argv)
     i = 2
     while i < argc:
-        more = argc - 1 - i
-        word = argv[i].upper()
         if xadd and argv[i] == b"*":
             break
-        if word in (b"MAXLEN", b"MINID") and more:
+        more = argc - 1 - i
+        word = argv[i].upper()
+        if (word == b"MAXLEN" or word == b"MINID") and more:
             i = parse_strategy(argv, i, more, args)
         elif word == b"LIMIT" and more:
             args.limit = parse_int(argv[i + 1])
@@ -281,7 +284,8 @@ def parse_strategy(argv: list[bytes], i: int, more: int, args: TrimArgs) -> int:
     elif more >= 2 and argv[i + 1] == b"=":
         i += 1
     if by_length:
-        args.maxlen = parse_int(argv[i + 1])
+        raw = argv[i + 1]  # a short plain count, the common form, is canonical and in range
+        args.maxlen = int(raw) if raw.isdigit() and len(raw) < 19 and raw[0] != 48 else parse_int(raw)
         if args.maxlen < 0:
             raise ReplyError("ERR The MAXLEN argument must be >= 0.")
     else:
@@ -291,7 +295,7 @@ def parse_strategy(argv: list[bytes], i: int, more: int, args: TrimArgs) -> int:
 
 def default_trim_limit(c: Client) -> int:
     """`~` without LIMIT: at most 100 nodes' worth of entries, capped both ways."""
-    limit = 100 * c.state.config["stream-node-max-entries"]
+    limit = 100 * c.state.config.values["stream-node-max-entries"]
     if limit <= 0:
         return 10000
     return min(limit, 1000000)
@@ -358,7 +362,7 @@ def append_entry(c: Client, key: bytes, s: StreamValue, created: bool, sid: Stre
                  pairs: Pairs, args: TrimArgs) -> None:
     """XADD's write, once its checks passed: store the entry (a `created` stream is
     stored now), announce `xadd`, then trim as `args` asks and announce `xtrim`."""
-    config = c.state.config
+    config = c.state.config.values
     s.append(sid, pairs, config["stream-node-max-bytes"], config["stream-node-max-entries"])
     if created:
         c.db.set_value(key, s, event="xadd", klass="t")
@@ -630,24 +634,25 @@ def deliver(c: Client, s: StreamValue, group: Group, consumer: Consumer, start: 
             args: ReadArgs) -> list[Any]:
     """New entries for a group: advance it, and record each in the PELs unless NOACK."""
     now = c.state.now
-    out: list[Any] = []
-    for sid, pairs in s.range(start, MAX_ID):
+    found = s.entries_from(start, args.count)
+    out: list[Any] = [[b"%d-%d" % sid, list(pairs)] for sid, pairs in found]
+    for sid, _ in found:
         if sid > group.last_id:
             s.advance_group(group, sid)
-        out.append(entry_reply(sid, pairs))
-        if not args.noack:
-            nack = group.pel.get(sid)
-            if nack is None:
-                nack = Nack(now, consumer)
-                group.pel.add(sid, nack)
-                consumer.pel.add(sid, nack)
-            else:  # a pending entry delivered again (after XGROUP SETID): a new owner
-                group.assign(sid, nack, consumer)
-                nack.delivery_time = now
-                nack.delivery_count = 1
-            consumer.active_time = now
-        if args.count and len(out) == args.count:
-            break
+    if args.noack or not found:
+        return out
+    pending, owned = group.pel, consumer.pel
+    for sid, _ in found:
+        nack = pending.nacks.get(sid)
+        if nack is None:
+            nack = Nack(now, consumer)
+            pending.add(sid, nack)
+            owned.add(sid, nack)
+        else:  # a pending entry delivered again (after XGROUP SETID): a new owner
+            group.assign(sid, nack, consumer)
+            nack.delivery_time = now
+            nack.delivery_count = 1
+    consumer.active_time = now
     return out
 
 

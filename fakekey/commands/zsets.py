@@ -98,6 +98,14 @@ def nested_pairs(pairs: list[Pair]) -> list[list[Any]]:
     return [[member, score] for member, score in pairs]
 
 
+def parse_count(raw: bytes) -> int:
+    """parse_int with a shortcut for the short non-negative counts most requests send
+    (digits without a leading zero are canonical and in range)."""
+    if raw.isdigit() and len(raw) < 19 and (raw[0] != 48 or len(raw) == 1):  # 48: b"0"
+        return int(raw)
+    return parse_int(raw)
+
+
 def parse_positive(raw: bytes, error: ReplyError = MUST_BE_POSITIVE) -> int:
     """getPositiveLongFromObjectOrReply: 0..LONG_MAX, any failure is `error`."""
     value = parse_int(raw, error)
@@ -289,7 +297,36 @@ def zadd_one(
          summary="Adds members with scores to a sorted set or updates their scores (NX, XX, "
          "GT, LT, CH, INCR); creates the key if needed.")
 def zadd(c: Client, argv: list[bytes]) -> Any:
+    if len(argv) == 4 and argv[2].upper() not in _ZADD_OPTIONS:
+        return zadd_single(c, argv[1], parse_score(argv[2]), argv[3])
     return zadd_generic(c, argv, 0)
+
+
+def zadd_single(c: Client, key: bytes, score: float, member: bytes) -> int:
+    """`ZADD key score member`, the most common form, without the general loop. One
+    change goes through the funnel once, which counts the one dirty change it makes."""
+    zs = lookup_zset(c, key)
+    if zs is None:
+        limits = ZLimits.of(c.state)
+        zs = ZSet.create(1, len(member), limits)
+        zs.insert(member, score, limits)
+        c.db.set_value(key, zs, event="zadd", klass="z")
+        return 1
+    limits = None
+    if not zs.skiplist:
+        limits = ZLimits.of(c.state)
+        zs.grow_for(1, len(member), limits)
+    current = zs.scores.get(member)
+    if current is None:
+        zs.insert(member, score, limits)
+        added = 1
+    elif score != current:
+        zs.update(member, score)
+        added = 0
+    else:
+        return 0
+    c.db.written(key, "zadd", "z")
+    return added
 
 
 zadd.dirty_counted = True  # type: ignore[attr-defined]  # it counts its own (fakekey/dirty.py)
@@ -492,7 +529,7 @@ def parse_range_request(
         if opt == _RANGE_WITHSCORES and not store:
             withscores = True
         elif opt == _RANGE_LIMIT and argc - j - 1 >= 2:
-            offset, limit = parse_int(argv[j + 1]), parse_int(argv[j + 2])
+            offset, limit = parse_count(argv[j + 1]), parse_count(argv[j + 2])
             j += 2
         elif opt == _RANGE_REV and reverse is None:
             reverse = True

@@ -98,7 +98,8 @@ def _backlen_size(encoded: int) -> int:
 
 def _element_size(data: bytes) -> int:
     """Bytes of a string element; a canonical integer string is stored as an integer."""
-    number = try_int(data) if len(data) <= 20 else None
+    first = data[0] if data else 0
+    number = try_int(data) if (48 <= first <= 57 or first == 45) and len(data) <= 20 else None
     if number is not None:
         return _int_size(number)
     size = len(data)
@@ -146,8 +147,9 @@ class Node:
 
     def entry_size(self, sid: StreamID, pairs: Pairs, same_fields: bool) -> int:
         numfields = len(pairs) // 2
-        size = 2 + _int_size(_as_int64(sid[0] - self.master[0]))  # flags, ms delta
-        size += _int_size(_as_int64(sid[1] - self.master[1]))  # seq delta
+        ms, seq = sid[0] - self.master[0], sid[1] - self.master[1]
+        size = 6 if 0 <= ms <= 127 and 0 <= seq <= 127 else (  # flags, ms and seq deltas
+            2 + _int_size(_as_int64(ms)) + _int_size(_as_int64(seq)))
         size += sum(map(_element_size, pairs[1::2]))
         pieces = numfields + 3
         if not same_fields:
@@ -156,7 +158,7 @@ class Node:
         return size + _int_size(pieces)
 
     def add(self, sid: StreamID, pairs: Pairs) -> None:
-        same = tuple(pairs[0::2]) == self.fields
+        same = pairs[0::2] == self.fields
         entry = Entry(sid, pairs, self.entry_size(sid, pairs, same))
         self.entries.append(entry)
         self.ids.append(sid)
@@ -371,6 +373,23 @@ class StreamValue:
         if start > end or not self.nodes:
             return
         yield from (self._backward(start, end) if rev else self._forward(start, end))
+
+    def entries_from(self, start: StreamID, count: int) -> list[tuple[StreamID, Pairs]]:
+        """The first `count` (0: all) live entries with id >= start, ascending, as a list."""
+        out: list[tuple[StreamID, Pairs]] = []
+        nodes = self.nodes
+        if not nodes:
+            return out
+        for index in range(max(bisect_right(self.masters, start) - 1, 0), len(nodes)):
+            node = nodes[index]
+            entries = node.entries
+            for pos in range(bisect_left(node.ids, start), len(entries)):
+                entry = entries[pos]
+                if not entry.deleted:
+                    out.append((entry.id, entry.pairs))
+                    if len(out) == count:
+                        return out
+        return out
 
     def _forward(self, start: StreamID, end: StreamID) -> Iterator[tuple[StreamID, Pairs]]:
         nodes = self.nodes

@@ -348,6 +348,8 @@ DIRTY_CASES = [  # (setup steps joined by ' ;; ', command, Valkey's count)
     ('ZADD z 1 a', 'ZADD z 1 a 2 b', 1),
     ('ZADD z 1 a', 'ZADD z 1 a', 0),
     ('ZADD z 1 a', 'ZADD z 5 a', 1),
+    ('', 'ZADD z 1 a 2 a', 2),  # a member given twice: added, then given a new score
+    ('ZADD z 2 a', 'ZADD z 3 a 2 a', 2),
     ('ZADD z 1 a', 'ZADD z INCR 5 a', 1),
     ('ZADD z 1 a', 'ZINCRBY z 5 a', 1),
     ('ZADD z 1 a 2 b', 'ZREM z a z', 1),
