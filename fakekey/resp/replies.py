@@ -23,7 +23,8 @@ class ReplyError(Exception):
 
     def __init__(self, message: str | bytes) -> None:
         if isinstance(message, str):
-            message = message.encode()
+            # names decoded with surrogateescape (raw client bytes) go back as those bytes
+            message = message.encode("utf-8", "surrogateescape")
         super().__init__(message)
         self.message: bytes = message
 

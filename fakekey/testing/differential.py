@@ -15,6 +15,7 @@ random picks (compared by shape).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -506,6 +507,40 @@ GEO = [
     Spec("georadiusbymember_ro", _cmd("GEORADIUSBYMEMBER_RO", KEY, MEMBER, GEO_SIZE, GEO_UNIT, GEO_WITH, GEO_COUNT)),
 ]
 
+# DUMP/RESTORE: payloads that fakekey's DUMP makes (Valkey must take them as fakekey
+# does), two with a broken checksum, and garbage. DUMP's own bytes are compared by shape:
+# Valkey's can depend on its history (docs/differences.md).
+
+
+@functools.cache
+def _payloads() -> list[bytes]:
+    from fakekey.client import Client
+    from fakekey.config import Config
+    from fakekey.state import ServerState
+
+    state = ServerState(Config())
+    client = Client(state)
+    made = []
+    for argv in ([b"SET", b"p", b"abc"], [b"SET", b"p", b"12345"], [b"RPUSH", b"p", b"a", b"b"],
+                 [b"SADD", b"p", b"1", b"2"], [b"SADD", b"p", b"a", b"b"], [b"HSET", b"p", b"f", b"v"],
+                 [b"ZADD", b"p", b"1", b"a", b"2.5", b"b"], [b"XADD", b"p", b"1-1", b"f", b"v"]):
+        state.call(client, [b"DEL", b"p"])
+        state.call(client, argv)
+        made.append(state.call(client, [b"DUMP", b"p"]))
+    broken = [p[:-1] + bytes([p[-1] ^ 1]) for p in made[:2]]
+    return made + broken + [b"garbage"]
+
+
+PAYLOAD = st.deferred(lambda: st.sampled_from(_payloads()))
+RESTORE_TTL = st.sampled_from([b"0", b"100000000", b"-1", b"x", b"4102444800000"])
+DUMPS = [
+    Spec("dump", _cmd("DUMP", KEY), shape),
+    Spec("restore", _cmd("RESTORE", KEY, RESTORE_TTL, PAYLOAD, _opt(st.just(b"REPLACE")),
+                         _opt(st.just(b"ABSTTL")),
+                         _opt(st.tuples(st.just(b"IDLETIME"), st.sampled_from([b"0", b"10", b"-1"]))),
+                         _opt(st.tuples(st.just(b"FREQ"), st.sampled_from([b"0", b"255", b"256"]))))),
+]
+
 FAMILIES: dict[str, list[Spec]] = {
     "string": STRING,
     "generic": GENERIC,
@@ -515,6 +550,7 @@ FAMILIES: dict[str, list[Spec]] = {
     "hash": HASH,
     "zset": ZSET,
     "hll": HLL,
+    "dump": DUMPS,
     "sort": SORT,
     "geo": GEO,
 }
