@@ -91,33 +91,33 @@ def _claimed(c: Any, argv: list[bytes], reply: Any, funnel: int, existed: bool) 
     return len(entries) + created
 
 
-def _readgroup_targets(c: Any, argv: list[bytes]) -> list[tuple[Any, bytes]]:
-    """XREADGROUP GROUP g c ... STREAMS k1 .. kn id1 .. idn: each key's group (or None),
-    and the consumer name."""
-    upper = [a.upper() for a in argv]
-    if b"STREAMS" not in upper or len(argv) < 4:
+def _readgroup_groups(c: Any, argv: list[bytes]) -> list[Any]:
+    """XREADGROUP GROUP g c [COUNT n] [BLOCK ms] [NOACK] STREAMS k1 .. kn id1 .. idn: the
+    group of each distinct key that has one."""
+    i = 4
+    while i < len(argv):
+        word = argv[i].upper()
+        if word == b"STREAMS":
+            break
+        i += 2 if word in (b"COUNT", b"BLOCK") else 1
+    else:
         return []
-    at = upper.index(b"STREAMS") + 1
-    keys = argv[at:at + (len(argv) - at) // 2]
+    keys = argv[i + 1:i + 1 + (len(argv) - i - 1) // 2]
     data = c.db.data
-    return [(getattr(data.get(k), "groups", {}).get(argv[2]), argv[3]) for k in keys]
+    groups = (getattr(data.get(k), "groups", {}).get(argv[2]) for k in dict.fromkeys(keys))
+    return [g for g in groups if g is not None]
 
 
-def _readgroup_before(c: Any, argv: list[bytes]) -> list[tuple[bool, Any]]:
-    return [(group is not None and name in group.consumers,
-             None if group is None else group.last_id)
-            for group, name in _readgroup_targets(c, argv)]
+def _readgroup_before(c: Any, argv: list[bytes]) -> list[tuple[Any, bool]]:
+    return [(group, argv[3] in group.consumers) for group in _readgroup_groups(c, argv)]
 
 
 def _readgroup_counted(c: Any, argv: list[bytes], reply: Any, funnel: int, before: Any) -> int:
-    """XREADGROUP counts a consumer it creates and a group whose last id it moves, per
-    stream."""
-    count = 0
-    for (group, name), (existed, last_id) in zip(_readgroup_targets(c, argv), before, strict=False):
-        if group is None:
-            continue
-        count += (not existed and name in group.consumers) + (group.last_id != last_id)
-    return count
+    """As Valkey's XREADGROUP: one per consumer it creates, one per stream it serves (a
+    history read always serves; '>' serves when there were new entries)."""
+    created = sum(1 for group, existed in before if not existed and argv[3] in group.consumers)
+    served = len(reply) if isinstance(reply, (list, dict)) else 0
+    return created + served
 
 
 def _delconsumer_before(c: Any, argv: list[bytes]) -> bool:

@@ -367,6 +367,13 @@ DIRTY_CASES = [  # (setup steps joined by ' ;; ', command, Valkey's count)
     ('XADD s 1-1 f v ;; XADD s 2-1 f v', 'XTRIM s MAXLEN 0', 2),
     ('XADD s 1-1 f v', 'XGROUP CREATE s g 0', 1),
     ('XADD s 1-1 f v ;; XGROUP CREATE s g 0', 'XREADGROUP GROUP g c STREAMS s >', 2),
+    # one per consumer made, one per stream served: a history read always serves, a
+    # second '>' on the same stream finds nothing new
+    ('XADD s 1-1 f v ;; XGROUP CREATE s g 0 ;; XREADGROUP GROUP g c STREAMS s >',
+     'XREADGROUP GROUP g c STREAMS s 0', 1),
+    ('XADD s 1-1 f v ;; XGROUP CREATE s g 0', 'XREADGROUP GROUP g c2 STREAMS s 0', 2),
+    ('XADD s 1-1 f v ;; XGROUP CREATE s g 0', 'XREADGROUP GROUP g c COUNT 5 STREAMS s s > >', 2),
+    ('XADD s 1-1 f v ;; XGROUP CREATE s g $', 'XREADGROUP GROUP g c NOACK STREAMS s >', 1),
     ('XADD s 1-1 f v ;; XGROUP CREATE s g 0', 'XGROUP CREATECONSUMER s g c', 1),
     ('XADD s 1-1 f v ;; XGROUP CREATE s g 0', 'XGROUP SETID s g 0', 1),
     ('XADD s 1-1 f v ;; XGROUP CREATE s g 0', 'XGROUP DESTROY s g', 1),
