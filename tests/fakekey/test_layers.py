@@ -28,6 +28,13 @@ LOW_LAYERS = (
     "fakekey.errors",
     "fakekey.numbers",
     "fakekey.longdouble",
+    "fakekey.geohash",
+    "fakekey.hyperloglog",
+    "fakekey.rdb",
+    "fakekey.digest",
+    "fakekey.tracking",
+    "fakekey.streaming",
+    "fakekey.commandlog",
     "fakekey.commands.registry",
 )
 HIGH_LAYERS = ("fakekey.commands", "fakekey.server", "fakekey.state")
