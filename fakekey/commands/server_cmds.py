@@ -875,7 +875,8 @@ def info_commandstats(state: Any) -> InfoLines:
 
 
 def info_errorstats(state: Any) -> InfoLines:
-    return [f"errorstat_{prefix}:count={count}" for prefix, count in state.error_stats.items() if count]
+    # Valkey keeps them in a radix tree: in byte order of the prefix, not first-seen order
+    return [f"errorstat_{prefix}:count={count}" for prefix, count in sorted(state.error_stats.items()) if count]
 
 
 def info_cluster(state: Any) -> InfoLines:

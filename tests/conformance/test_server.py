@@ -378,6 +378,17 @@ def test_errorstats_names_the_error_code(r2):
     assert "errorstat_ERR:count=1" in lines
 
 
+def test_errorstats_in_byte_order_of_the_code(r2):
+    r2.call("CONFIG", "RESETSTAT")
+    r2.call("SET", "a", "b")
+    r2.call("LPUSH", "a", "x")  # WRONGTYPE first
+    r2.call("INCR", "a")  # then ERR
+    r2.call("EVAL", "return redis.error_reply('BUSYGROUP x')", "0")
+    lines = [line for line in r2.call("INFO", "errorstats")[1].decode().split("\r\n")
+             if line.startswith("errorstat_")]
+    assert lines == ["errorstat_BUSYGROUP:count=1", "errorstat_ERR:count=1", "errorstat_WRONGTYPE:count=1"]
+
+
 def test_unknown_command_text_stops_at_nul(r2):
     assert r2.call("FO\0O", "a\0b", "c") == (
         "-", b"ERR unknown command 'FO', with args beginning with: 'a' 'c' ")
