@@ -26,7 +26,7 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 from fakekey.lazyfree import lazy_setting
-from fakekey.memory import EXPIRE_ENTRY, quick_key_size
+from fakekey.memory import EXPIRE_ENTRY, HASHTABLE_ENTRY, SMALL_STRING, quick_key_size, size_class
 from fakekey.resp.replies import ReplyError
 
 if TYPE_CHECKING:
@@ -103,14 +103,25 @@ class MemoryTracker:
 
     def changed(self, db: Database, key: bytes) -> None:
         """`key` was written (or went): its new estimate replaces the old."""
-        value = db.data.get(key)
+        data = db.data
+        table = self.tables.get(id(data)) or self.table(db)
+        value = data.get(key)
         if value is None:
-            self.used -= self.table(db).drop(key)
+            self.used -= table.drop(key)
             return
-        size = quick_key_size(key, value, self.state)
+        if type(value) is bytes and len(value) <= 44:  # the commonest: an embedded string
+            size = size_class(SMALL_STRING + len(key) + len(value)) + HASHTABLE_ENTRY
+        else:
+            size = quick_key_size(key, value, self.state)
         if db.expires and key in db.expires:
             size += EXPIRE_ENTRY
-        self.used += self.table(db).put(key, size)
+        sizes = table.sizes
+        old = sizes.get(key)
+        if old is None:
+            self.used += table.put(key, size)
+        else:  # a key written again: its size alone changes
+            sizes[key] = size
+            self.used += size - old
 
     def removed(self, db: Database, key: bytes) -> None:
         self.used -= self.table(db).drop(key)
@@ -146,6 +157,10 @@ def refuses(state: ServerState, client: Client, cmd: Command, argv: list[bytes])
     """Before a command, with maxmemory set: evict what the policy allows, then the OOM
     refusal for a command that may grow memory (denyoom; anything queued in MULTI; EXEC
     of a queue holding one). Remembers the outcome for scripts (pre_command_oom)."""
+    tracker = state.memory
+    if tracker is not None and STARTUP_MEMORY + tracker.used <= state.maxmemory:
+        state.pre_command_oom = False  # the common case, in one comparison
+        return None
     out_of_memory = not make_room(state)
     state.pre_command_oom = out_of_memory
     if not out_of_memory:
@@ -183,6 +198,8 @@ def script_denies_oom(state: ServerState, name: str, argv: list[bytes]) -> bool:
 
 def make_room(state: ServerState) -> bool:
     """Evict until the estimate fits maxmemory; False when it cannot (performEvictions)."""
+    if state.paused is not None:  # CLIENT PAUSE stops eviction: as if it fit (Valkey's)
+        return True
     limit = state.maxmemory
     if used_memory(state) <= limit:
         return True

@@ -269,15 +269,12 @@ class Database:
             self.state.blocking.signal_deleted(self, key)
 
     def random_key(self) -> bytes | None:
-        tries = 100  # paused, every key may be expired and kept: Valkey gives one after 100
         while self.data:
             key = random.choice(list(self.data))
             if not self._expire_if_due(key):
                 return key
-            if self.state.paused is not None and len(self.expires) == len(self.data):
-                tries -= 1
-                if not tries:
-                    return key
+            if self.state.paused is not None:  # expired keys stay while paused
+                return None
         return None
 
     def __len__(self) -> int:

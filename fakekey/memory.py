@@ -117,6 +117,7 @@ def key_usage(key: bytes, value: Any, state: Any, samples: int) -> int:
 TRACKED_SAMPLES = 5  # elements sampled per big container on each change
 HASHTABLE_ENTRY = 24  # the keyspace's own entry (and bucket) for a key
 EXPIRE_ENTRY = 32  # and the expires table's, for a key with a deadline
+SMALL_STRING = ROBJ + 6  # an object with its key and an embedded string (string_size's + 3)
 
 
 def quick_value_size(value: Any, state: Any) -> int:
@@ -154,6 +155,8 @@ def size_class(size: int) -> int:
 
 def quick_key_size(key: bytes, value: Any, state: Any) -> int:
     """What one key costs in the used-memory estimate: its object, value and table entry."""
+    if type(value) is bytes and len(value) <= 44:  # the commonest: an embedded string
+        return size_class(SMALL_STRING + len(key) + len(value)) + HASHTABLE_ENTRY
     return size_class(ROBJ + len(key) + 3 + quick_value_size(value, state)) + HASHTABLE_ENTRY
 
 

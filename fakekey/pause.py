@@ -12,10 +12,11 @@ pauseActions / blockPostponeClient.
   request goes back to the head of its parser and it reads nothing more; when the pause
   ends, the held-back clients run again in the order they came.
 - Keys do not expire while paused (both modes): a key whose time has passed reads as
-  missing but stays until the pause ends (DBSIZE still counts it).
+  missing but stays until the pause ends (DBSIZE still counts it). Nothing is evicted
+  either, and no command is refused for maxmemory meanwhile (fakekey/eviction.py).
 - The timeout follows the server clock, as the deadlines of blocked commands do: with a
   frozen clock the pause lasts until the clock is advanced past its end (looked at
-  every 100 ms) or CLIENT UNPAUSE. Valkey uses the wall clock.
+  every 100 ms: POLL) or CLIENT UNPAUSE. Valkey uses the wall clock.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
     from fakekey.commands.registry import Command
     from fakekey.state import ServerState
 
-# While the clock is frozen, how often a pause looks whether the clock passed its end.
-FROZEN_POLL = 0.1
+# How often a pause looks whether the server clock passed its end (seconds).
+POLL = 0.1
 SCRIPT_CALLERS = frozenset({"eval", "evalsha", "fcall"})
 
 
@@ -102,7 +103,7 @@ class Pause:
         return max(0, self.end - self.state.clock.now_ms())
 
     def arm(self) -> None:
-        """Wake up at the end (on a frozen clock: look again every FROZEN_POLL)."""
+        """Wake up at the end, or sooner to look again."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -110,7 +111,8 @@ class Pause:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
-        delay = FROZEN_POLL if self.state.clock.frozen else self.remaining_ms() / 1000 + 0.0005
+        # look at least every POLL: the clock may be frozen, set or advanced meanwhile
+        delay = min(POLL, self.remaining_ms() / 1000 + 0.0005)
         self._timer = loop.call_later(delay, self._on_timer)
 
     def _on_timer(self) -> None:

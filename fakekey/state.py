@@ -266,6 +266,7 @@ class ServerState:
         if cmd.subcommands and (len(argv) >= 2 or cmd.handler is None):
             # a container alone is an arity error; COMMAND alone runs COMMAND itself
             if len(argv) < 2:
+                cmd.rejected_calls += 1  # INFO commandstats counts it on the container
                 return wrong_args(cmd.name)
             sub = cmd.subcommands.get(argv[1].lower())
             if sub is None:

@@ -7,6 +7,7 @@ FAMILIES = (
     "client_cmds",
     "acl",
     "server_cmds",
+    "replication",
     "memory_latency",
     "introspection",
     "keys",

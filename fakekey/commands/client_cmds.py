@@ -1,5 +1,5 @@
 """CLIENT: ID, GETNAME, SETNAME, LIST, INFO, KILL, SETINFO, CAPA, NO-EVICT, NO-TOUCH,
-REPLY, HELP, UNBLOCK, and the client-side caching ones: TRACKING, CACHING, GETREDIR,
+REPLY, HELP, UNBLOCK, PAUSE, UNPAUSE, IMPORT-SOURCE, and the client-side caching ones: TRACKING, CACHING, GETREDIR,
 TRACKINGINFO (their table and messages: fakekey/tracking.py)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from fakekey.client import Client
 from fakekey.commands.args import SYNTAX, parse_int, try_int
 from fakekey.commands.registry import command, container
 from fakekey.commands.server_cmds import help_lines
+from fakekey.pause import end_pause, start_pause
 from fakekey.resp.replies import NO_REPLY, OK, ReplyError, SetReply, Verbatim
 
 G = "connection"
@@ -504,6 +505,54 @@ def client_unblock(c: Client, argv: list[bytes]) -> Any:
     if target is None or target.blocked is None or not target.blocked.active:
         return 0  # not blocked (a long reply it is being sent is no wait)
     return int(c.state.blocking.unblock(target, reply))
+
+
+# --- CLIENT PAUSE / UNPAUSE (the pause itself: fakekey/pause.py) ---------------------------
+
+PAUSE_MODES = {b"write": False, b"all": True}  # -> holds back everything
+
+
+@command("client|pause", -3, ADMIN, acl="connection dangerous", since="3.0.0",
+         summary="Holds back other clients' commands (all, or those that write) for a while.")
+def client_pause(c: Client, argv: list[bytes]) -> Any:
+    everything = True
+    if len(argv) == 4:  # Valkey reads the mode only from a 4-argument request
+        mode = PAUSE_MODES.get(argv[3].lower())
+        if mode is None:
+            raise ReplyError("ERR CLIENT PAUSE mode must be WRITE or ALL")
+        everything = mode
+    timeout = try_int(argv[2])
+    if timeout is None:
+        raise ReplyError("ERR timeout is not an integer or out of range")
+    if timeout < 0:
+        raise ReplyError("ERR timeout is negative")
+    if timeout > 0 and timeout > (1 << 63) - 1 - c.state.now:
+        raise ReplyError("ERR timeout is out of range")
+    start_pause(c.state, timeout, everything)
+    return OK
+
+
+@command("client|unpause", 2, ADMIN, acl="connection dangerous", since="6.2.0",
+         complexity="O(N) Where N is the number of paused clients",
+         summary="Ends a CLIENT PAUSE: the held-back commands run.")
+def client_unpause(c: Client, argv: list[bytes]) -> Any:
+    end_pause(c.state)
+    return OK
+
+
+@command("client|import-source", 3, "noscript loading stale", acl="connection", since="8.1.0",
+         summary="Marks the connection as an import source (only with import-mode yes).")
+def client_import_source(c: Client, argv: list[bytes]) -> Any:
+    switch = argv[2].lower()
+    if switch == b"off":
+        c.import_source = False
+        return OK
+    if not c.state.config["import-mode"]:
+        raise ReplyError("ERR Server is not in import mode")
+    if switch != b"on":
+        raise SYNTAX
+    c.import_source = True
+    return OK
 
 
 # --- client-side caching (the table and the messages: fakekey/tracking.py) ------------------

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 DATA_FILE = "command-docs.txt"
 CONTAINER_TYPES = frozenset({"oneof", "block"})
+# the optional fields of an argument and of a command, in the file's (and COMMAND DOCS') order
 ARG_FIELDS = ("display_text", "key_spec_index", "token", "summary", "since", "deprecated_since", "flags")
 COMMAND_FIELDS = ("history", "deprecated_since", "replaced_by")
 

@@ -13,11 +13,10 @@ from fakekey.client import Client
 from fakekey.commands.args import try_int
 from fakekey.commands.registry import KeySpec, command, container
 from fakekey.glob import glob_match
-from fakekey.lua_shim.bridge import busy_error, kill_running_script
+from fakekey.lua_shim.bridge import SMALL_COUNTS, busy_error, kill_running_script
 from fakekey.lua_shim.functions import (
     ENGINE_NAME,
     FLAG_ORDER,
-    NO_WRITES,
     Function,
     FunctionRun,
     Library,
@@ -70,21 +69,21 @@ def fcall_ro(c: Client, argv: list[bytes]) -> Any:
 def run_function(c: Client, argv: list[bytes], *, read_only: bool) -> Any:
     """FCALL/FCALL_RO <function> <numkeys> [key ...] [arg ...]: checked in Valkey's order."""
     engine = c.state.functions
-    function = engine.lookup(argv[1]) if engine is not None else None
+    function = engine.current.lookup(argv[1]) if engine is not None else None
     if function is None:
         raise FUNCTION_NOT_FOUND
-    numkeys = try_int(argv[2])
+    numkeys = SMALL_COUNTS.get(argv[2])
+    if numkeys is None:
+        numkeys = try_int(argv[2])
     if numkeys is None:
         raise BAD_NUMKEYS
     if numkeys > len(argv) - 3:
         raise TOO_MANY_KEYS
     if numkeys < 0:
         raise NEGATIVE_KEYS
-    if read_only and NO_WRITES not in function.flags:
+    if read_only and not function.no_writes:
         raise WRITE_FLAG_ON_RO
-    run = FunctionRun(engine, c, function, argv, numkeys)
-    run.allow_oom = "allow-oom" in function.flags
-    return engine.runner.execute(run)
+    return engine.runner.execute(FunctionRun.of(engine, c, function, argv, numkeys))
 
 
 # --- FUNCTION ------------------------------------------------------------------------------------

@@ -355,6 +355,8 @@ def randomkey(c: Client, argv: list[bytes]) -> Any:
             return key
         candidates[i] = candidates[-1]
         candidates.pop()
+    if c.state.paused is not None and db.data and len(db.expires) == len(db.data):
+        return key  # CLIENT PAUSE keeps expired keys: Valkey then answers one of them
     return None
 
 

@@ -181,7 +181,7 @@ def pubsub_numpat(c: Client, argv: list[bytes]) -> Any:
     return len(c.state.pubsub.patterns)
 
 
-@command("pubsub|help", 2, "loading stale", acl="pubsub", since="6.2.0",
+@command("pubsub|help", 2, "loading stale", since="6.2.0",  # Valkey 9: @slow alone
          summary="Lists the PUBSUB subcommands.")
 def pubsub_help(c: Client, argv: list[bytes]) -> Any:
     return help_lines([

@@ -17,7 +17,7 @@ from fakekey import REDIS_VERSION
 from fakekey.client import Client
 from fakekey.commands.args import parse_int
 from fakekey.commands.registry import KeySpec, command, container
-from fakekey.lua_shim.bridge import CommandBridge, ScriptRun, kill_running_script, runner_of
+from fakekey.lua_shim.bridge import SMALL_COUNTS, CommandBridge, ScriptRun, kill_running_script, runner_of
 from fakekey.lua_shim.runtime import LuaSandbox
 from fakekey.resp.replies import OK, ReplyError, Simple
 
@@ -49,6 +49,7 @@ class Script:
         self.no_writes = not self.compat and NO_WRITES in self.flags
         # *_RO refuses scripts with a shebang that does not declare no-writes
         self.refused_read_only = not self.compat and not self.no_writes
+        self.allow_oom = not self.compat and "allow-oom" in self.flags
 
 
 class EvalScripts:
@@ -256,26 +257,34 @@ def evalsha_ro(c: Client, argv: list[bytes]) -> Any:
 def run_eval(c: Client, argv: list[bytes], *, by_sha: bool, read_only: bool) -> Any:
     if by_sha and len(argv[1]) != 40:
         raise NOSCRIPT
-    numkeys = parse_int(argv[2])
+    numkeys = SMALL_COUNTS.get(argv[2])
+    if numkeys is None:
+        numkeys = parse_int(argv[2])
     if numkeys > len(argv) - 3:
         raise TOO_MANY_KEYS
     if numkeys < 0:
         raise NEGATIVE_KEYS
-    scripts = scripts_of(c.state)
+    scripts = c.state.scripts
+    if scripts is None:
+        scripts = scripts_of(c.state)
     if by_sha:
-        sha = argv[1].lower()
+        sha = argv[1]
         script = scripts.cache.get(sha)
         if script is None:
-            raise NOSCRIPT
+            sha = sha.lower()
+            script = scripts.cache.get(sha)
+            if script is None:
+                raise NOSCRIPT
     else:
         sha, script = scripts.load(argv[1], from_eval=True)
     if read_only and script.refused_read_only:
         raise WRITE_FLAG_ON_RO
-    run = ScriptRun(scripts.bridge, c, script.fn, argv[3:3 + numkeys], argv[3 + numkeys:],
-                    read_only or script.no_writes)
-    run.allow_oom = not script.compat and "allow-oom" in script.flags
+    run = ScriptRun(scripts.bridge, c, script.fn, numkeys, argv[3:], read_only or script.no_writes)
+    if script.allow_oom:
+        run.allow_oom = True
     reply = scripts.runner.execute(run)
-    scripts.used(sha)
+    if scripts.lru:  # only EVAL adds scripts there
+        scripts.used(sha)
     return reply
 
 

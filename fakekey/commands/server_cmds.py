@@ -612,14 +612,17 @@ def info_tls(state: Any) -> InfoLines:
 
 
 def info_clients(state: Any) -> InfoLines:
+    from fakekey.pause import pause_info, postponed_count
+
     clients = list(state.clients.values())
+    reason, actions, remaining = pause_info(state)  # CLIENT PAUSE (fakekey/pause.py)
     return [
         f"connected_clients:{len(clients)}",
         "cluster_connections:0",
         f"maxclients:{state.config['maxclients']}",
         "client_recent_max_input_buffer:0",
         "client_recent_max_output_buffer:0",
-        f"blocked_clients:{state.blocking.blocked_count()}",
+        f"blocked_clients:{state.blocking.blocked_count() + postponed_count(state)}",
         f"tracking_clients:{sum(1 for c in clients if c.tracking is not None)}",
         f"pubsub_clients:{sum(1 for c in clients if c.subscriptions or c.shard_channels)}",
         f"watching_clients:{sum(1 for c in clients if c.watching)}",
@@ -627,9 +630,9 @@ def info_clients(state: Any) -> InfoLines:
         f"total_watched_keys:{sum(len(db.watched) for db in state.dbs)}",
         f"total_blocking_keys:{sum(len(db.waiting) for db in state.dbs)}",
         f"total_blocking_keys_on_nokey:{state.blocking.keys_on_nokey()}",
-        "paused_reason:none",
-        "paused_actions:none",
-        "paused_timeout_milliseconds:0",
+        f"paused_reason:{reason}",
+        f"paused_actions:{actions}",
+        f"paused_timeout_milliseconds:{remaining}",
     ]
 
 
@@ -677,6 +680,10 @@ def info_memory(state: Any) -> InfoLines:
         f"used_memory_startup:{STARTUP_MEMORY}",
         f"used_memory_dataset:{dataset}",
         f"used_memory_dataset_perc:{100 * dataset / used:.2f}%",
+        f"allocator_allocated:{used}",  # Valkey 9's allocator lines, as its libc build shows them
+        f"allocator_active:{rss}",
+        f"allocator_resident:{rss}",
+        "allocator_muzzy:0",
         f"total_system_memory:{system}",
         f"total_system_memory_human:{human_bytes(system)}",
         "used_memory_lua:0",
@@ -695,16 +702,26 @@ def info_memory(state: Any) -> InfoLines:
         f"maxmemory:{maxmemory}",
         f"maxmemory_human:{human_bytes(maxmemory)}",
         f"maxmemory_policy:{state.config['maxmemory-policy']}",
+        "allocator_frag_ratio:1.00",
+        "allocator_frag_bytes:0",
+        "allocator_rss_ratio:1.00",
+        "allocator_rss_bytes:0",
+        "rss_overhead_ratio:1.00",
+        "rss_overhead_bytes:0",
         f"mem_fragmentation_ratio:{rss / used:.2f}",
         f"mem_fragmentation_bytes:{rss - used}",
         "mem_not_counted_for_evict:0",
         "mem_replication_backlog:0",
         "mem_total_replication_buffers:0",
+        "mem_replicas_repl_buffer:0",
         "mem_clients_slaves:0",
         "mem_clients_normal:0",
         "mem_cluster_links:0",
+        "mem_cluster_slot_import:0",
+        "mem_cluster_slot_export:0",
         "mem_aof_buffer:0",
         "mem_allocator:python",
+        "mem_overhead_db_hashtable_rehashing:0",
         "active_defrag_running:0",
         "lazyfree_pending_objects:0",
         f"lazyfreed_objects:{state.stats[LAZYFREED]}",
@@ -771,6 +788,8 @@ def info_stats(state: Any) -> InfoLines:
         f"total_net_output_bytes:{sum(c.net_out for c in clients)}",
         "total_net_repl_input_bytes:0",
         "total_net_repl_output_bytes:0",
+        "total_net_cluster_slot_import_bytes:0",
+        "total_net_cluster_slot_export_bytes:0",
         "instantaneous_input_kbps:0.00",
         "instantaneous_output_kbps:0.00",
         "instantaneous_input_repl_kbps:0.00",
@@ -779,6 +798,7 @@ def info_stats(state: Any) -> InfoLines:
     lines += [f"{name}:{stats[name]}" for name in _STAT_COUNTERS_TAIL]
     lines += [
         "expired_stale_perc:0.00",
+        "expired_keys_with_volatile_items_stale_perc:0.00",
         "expired_time_cap_reached_count:0",
         "expire_cycle_cpu_milliseconds:0",
         f"evicted_keys:{stats['evicted_keys']}",
@@ -809,10 +829,20 @@ def info_stats(state: Any) -> InfoLines:
         f"total_writes_processed:{state.commands_processed}",
         "io_threaded_reads_processed:0",
         "io_threaded_writes_processed:0",
+        "io_threaded_freed_objects:0",
+        "io_threaded_accept_processed:0",
+        "io_threaded_poll_processed:0",
+        "io_threaded_total_prefetch_batches:0",
+        "io_threaded_total_prefetch_entries:0",
         f"client_query_buffer_limit_disconnections:{state.stats['client_query_buffer_limit_disconnections']}",
         f"client_output_buffer_limit_disconnections:{state.stats['client_output_buffer_limit_disconnections']}",
         "reply_buffer_shrinks:0",
         "reply_buffer_expands:0",
+        "eventloop_cycles:0",
+        "eventloop_duration_sum:0",
+        "eventloop_duration_cmd_sum:0",
+        "instantaneous_eventloop_cycles_per_sec:0",
+        "instantaneous_eventloop_duration_usec:0",
     ]
     lines += [
         f"acl_access_denied_{what}:{stats['acl_access_denied_' + what]}"
@@ -848,6 +878,7 @@ def info_cpu(state: Any) -> InfoLines:
         f"used_cpu_user_children:{children.ru_utime:.6f}",
         f"used_cpu_sys_main_thread:{own.ru_stime:.6f}",
         f"used_cpu_user_main_thread:{own.ru_utime:.6f}",
+        f"used_active_time_main_thread:{own.ru_stime + own.ru_utime:.6f}",
     ]
 
 
@@ -872,6 +903,36 @@ def info_commandstats(state: Any) -> InfoLines:
                     f"failed_calls={each.failed_calls}"
                 )
     return lines
+
+
+def info_latencystats(state: Any) -> InfoLines:
+    """Each command's latency percentiles. fakekey keeps no histogram: every percentile
+    shows the command's mean time per call (docs/differences.md)."""
+    config = state.config
+    percentiles = config["latency-tracking-info-percentiles"] if config["latency-tracking"] else ()
+    if isinstance(percentiles, str):  # the default, as text
+        percentiles = tuple(float(p) for p in percentiles.split())
+    if not percentiles:
+        return []
+    names = [f"p{p:f}".rstrip("0").rstrip(".") for p in percentiles]
+    lines = []
+    for cmd in state.registry.all():
+        for each in (cmd, *cmd.subcommands.values()):
+            if each.calls:
+                mean = (each.usec + each.ns // 1000) / each.calls
+                values = ",".join(f"{name}={mean:.3f}" for name in names)
+                lines.append(f"latency_percentiles_usec_{each.name}:{values}")
+    return lines
+
+
+def info_scripting_engines(state: Any) -> InfoLines:
+    """The one engine, Lua (Valkey 9's scripting engine registry)."""
+    return [
+        "engines_count:1",
+        "engines_total_used_memory:0",
+        "engines_total_memory_overhead:0",
+        "engine_0:name=LUA,module=lua,abi_version=4,used_memory=0,memory_overhead=0",
+    ]
 
 
 def info_errorstats(state: Any) -> InfoLines:
@@ -912,7 +973,10 @@ INFO_SECTIONS: tuple[tuple[str, str, bool, Any], ...] = (
     ("modules", "Modules", True, info_modules),
     ("commandstats", "Commandstats", False, info_commandstats),
     ("errorstats", "Errorstats", True, info_errorstats),
+    ("latencystats", "Latencystats", False, info_latencystats),
     ("cluster", "Cluster", True, info_cluster),
+    ("cluster_info", "Cluster Info", False, lambda state: []),
+    ("scriptingengines", "Scripting Engines", False, info_scripting_engines),
     ("keyspace", "Keyspace", True, info_keyspace),
 )
 

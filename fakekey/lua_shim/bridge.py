@@ -23,7 +23,9 @@ import asyncio
 import logging
 import math
 import time
+from asyncio import _get_running_loop  # None outside a running loop, without raising
 from collections.abc import Callable
+from time import monotonic as _monotonic
 from typing import TYPE_CHECKING, Any
 
 from greenlet import GreenletExit, getcurrent, greenlet
@@ -84,6 +86,10 @@ _MAY_REPLICATE = frozenset({"publish", "spublish", "pfcount"})
 # --- numbers ------------------------------------------------------------------------------
 
 
+# numkeys as clients send it: the small counts, without the parser (what it answers for them)
+SMALL_COUNTS = {b"%d" % i: i for i in range(100)}
+
+
 def lua_number_to_int(value: int | float) -> int:
     """Lua number -> integer reply: C's (long long) cast, which x86 turns into LLONG_MIN
     for NaN and out-of-range values."""
@@ -103,6 +109,25 @@ def number_argument(value: int | float) -> bytes:
     if number != number:
         return b"-nan" if math.copysign(1.0, number) < 0 else b"nan"
     return format_double(number)
+
+
+def _argv(args: tuple) -> list[bytes] | tuple:
+    """redis.call's arguments as a command's argv (numbers printed as Valkey prints them),
+    or the outcome for Lua when there are none or one is neither a string nor a number."""
+    if not args:
+        return (2, NO_ARGUMENTS, False)
+    argv = []
+    for arg in args:
+        kind = type(arg)
+        if kind is bytes:
+            argv.append(arg)
+        elif kind is int and -_LL_HALF <= arg <= _LL_HALF:  # the common number: inline
+            argv.append(b"%d" % arg)
+        elif kind is int or kind is float:
+            argv.append(number_argument(arg))
+        else:
+            return (2, BAD_ARGUMENT, False)
+    return argv
 
 
 # --- replies -> Lua -------------------------------------------------------------------------
@@ -505,42 +530,33 @@ class CommandBridge:
     # --- host functions (called from Lua; they never raise) ------------------------------
 
     def call(self, resp: int, *args: Any) -> tuple:
+        """redis.call's host side, in one function (a 10-call script pays it ten times):
+        the arguments, the run's turn to give way, the command under the run's rules,
+        the reply for Lua (see `reply_to_lua`). Never raises."""
         try:
-            return self._dispatch(resp, args)
-        except Exception:  # noqa: BLE001 - a Python error must never reach Lua
-            log.exception("redis.call failed inside fakekey")
-            return (2, b"ERR internal error in fakekey's redis.call", False)
-
-    def _dispatch(self, resp: int, args: tuple) -> tuple:
-        """Check the arguments here, run the command where the data is, convert."""
-        for arg in args:
-            if type(arg) is not bytes:  # numbers to convert, or a bad argument
-                argv = self._argv(args)
-                if type(argv) is tuple:
-                    return argv
-                break
-        else:
-            if not args:
-                return (2, NO_ARGUMENTS, False)
-            argv = [*args]
-        run = self.run
-        if run is not None and run.deadline and time.monotonic() >= run.deadline:
-            run.give_way()  # past the threshold or the slice: the loop's turn first
-            if run.aborted:
-                return (5, run.kill_message())
-        outcome = self._call(resp, argv)
-        if outcome[0] == 4 and type(outcome[1]) is list:  # Lua makes the table
-            return (4, self.sandbox.lua.table_from(outcome[1]))
-        return outcome
-
-    def _call(self, resp: int, argv: list[bytes]) -> tuple:
-        """redis.call's outcome for Lua (see `reply_to_lua`); never raises."""
-        try:
-            reply = self._execute(resp, argv)
+            for arg in args:
+                if type(arg) is not bytes:  # numbers to convert, or a bad argument
+                    argv = _argv(args)
+                    if type(argv) is tuple:
+                        return argv
+                    break
+            else:
+                if not args:
+                    return (2, NO_ARGUMENTS, False)
+                argv = [*args]
+            run = self.run
+            if run is not None and run.deadline and _monotonic() >= run.deadline:
+                run.give_way()  # past the threshold or the slice: the loop's turn first
+                if run.aborted:
+                    return (5, run.kill_message())
+            reply = self._execute(resp, argv, run)
             kind = type(reply)
             if kind is bytes or kind is int:  # the commonest replies, as they are
                 return (0, reply)
-            return reply_to_lua(reply, resp == 3)
+            outcome = reply_to_lua(reply, resp == 3)
+            if outcome[0] == 4 and type(outcome[1]) is list:  # Lua makes the table
+                return (4, self.sandbox.lua.table_from(outcome[1]))
+            return outcome
         except Refused as refused:
             return refused.outcome
         except Exception:  # noqa: BLE001 - a Python error must never reach Lua
@@ -556,7 +572,7 @@ class CommandBridge:
 
     def acl_check(self, *args: Any) -> tuple:
         try:
-            argv = self._argv(args)
+            argv = _argv(args)
             if type(argv) is tuple:
                 return (False, argv[1][4:])
             cmd = self.state.registry.lookup(argv[0])
@@ -595,22 +611,7 @@ class CommandBridge:
     def run_caller(self) -> Client | None:
         return self.run.caller if self.run is not None else None
 
-    @staticmethod
-    def _argv(args: tuple) -> list[bytes] | tuple:
-        if not args:
-            return (2, NO_ARGUMENTS, False)
-        argv = []
-        for arg in args:
-            kind = type(arg)
-            if kind is bytes:
-                argv.append(arg)
-            elif kind is int or kind is float:
-                argv.append(number_argument(arg))
-            else:
-                return (2, BAD_ARGUMENT, False)
-        return argv
-
-    def _execute(self, resp: int, argv: list[bytes]) -> Any:
+    def _execute(self, resp: int, argv: list[bytes], run: ScriptRun | None) -> Any:
         """Run argv under the run's rules: the command's reply; raises Refused."""
         state = self.state
         # the registry as ServerState.call reads it: a known name as sent, then the rest
@@ -623,19 +624,21 @@ class CommandBridge:
         flags = cmd.flags
         if "noscript" in flags:
             raise self._refused(NOT_ALLOWED, cmd)
-        run = self.run
         caller = run.caller if run is not None else None
-        refusal = acl_refusal(state, caller, cmd, argv)
-        if refusal is not None:
-            raise self._refused(refusal, cmd)
-        if run is not None and ("write" in flags or cmd.name in _MAY_REPLICATE):
-            if run.read_only:
-                raise self._refused(READ_ONLY_WRITE, cmd)
-            # out of memory as the script began: refused until its first write (scriptVerifyOOM)
-            if state.pre_command_oom and "denyoom" in flags and not run.dirty and not run.allow_oom:
-                raise self._refused(OOM.message, cmd)
-            if "write" in flags:
-                run.dirty = True
+        if caller is not None and not caller.acl_unrestricted:
+            refusal = acl_refusal(state, caller, cmd, argv)
+            if refusal is not None:
+                raise self._refused(refusal, cmd)
+        if run is not None:
+            writes = "write" in flags
+            if writes or cmd.name in _MAY_REPLICATE:
+                if run.read_only:
+                    raise self._refused(READ_ONLY_WRITE, cmd)
+                # out of memory as the script began: refused until its first write (scriptVerifyOOM)
+                if state.pre_command_oom and "denyoom" in flags and not run.dirty and not run.allow_oom:
+                    raise self._refused(OOM.message, cmd)
+                if writes:
+                    run.dirty = True
         client = self.client
         if client.protocol != resp:
             client.set_protocol(3 if resp == 3 else 2)
@@ -713,13 +716,15 @@ class ScriptRun:
     reply: Any = None
     counted_errors: list[ReplyError] | tuple[()] = ()
 
-    def __init__(self, bridge: CommandBridge, caller: Client, fn: Any, keys: list[bytes],
-                 args: list[bytes], read_only: bool) -> None:
+    started = 0.0  # monotonic seconds, when it runs on the event loop (FUNCTION STATS)
+
+    def __init__(self, bridge: CommandBridge, caller: Client, fn: Any, numkeys: int,
+                 values: list[bytes], read_only: bool) -> None:
         self.bridge = bridge
         self.caller = caller
         self.fn = fn
-        self.keys = keys
-        self.args = args
+        self.numkeys = numkeys
+        self.values = values  # the keys, then the arguments
         self.read_only = read_only
 
     def perform(self) -> None:
@@ -733,11 +738,12 @@ class ScriptRun:
         if client.protocol != 2:
             client.set_protocol(2)
         try:
-            keys, args = self.keys, self.args
-            if len(keys) + len(args) <= MAX_MULTIPLE_VALUES:
-                outcome = bridge.sandbox.run_fn(self.fn, self.as_function, len(keys), *keys, *args)
+            values, numkeys = self.values, self.numkeys
+            if len(values) <= MAX_MULTIPLE_VALUES:
+                outcome = bridge.sandbox.run_fn(self.fn, self.as_function, numkeys, *values)
             else:
-                outcome = bridge.sandbox.run(self.fn, keys, args, as_function=self.as_function)
+                outcome = bridge.sandbox.run(self.fn, values[:numkeys], values[numkeys:],
+                                             as_function=self.as_function)
             if outcome[0] == 0:  # a scalar: the commonest result
                 value = outcome[2]
                 kind = type(value)
@@ -815,6 +821,7 @@ class ScriptRunner:
         self.state = state
         self.rand = Rand48()
         self._worker: Any = None  # the greenlet runs go on in (`_serve_runs`)
+        self.next_run: ScriptRun | None = None  # the run the worker starts when switched to
 
     def execute(self, run: ScriptRun) -> Any:
         """Run a script for its caller: its reply, or NO_REPLY when it went past the
@@ -823,19 +830,29 @@ class ScriptRunner:
         state = self.state
         run.blocking_before = state.deny_blocking
         state.deny_blocking = True  # restored by deliver()
-        threshold = state.config.values["busy-reply-threshold"] / 1000
-        loop = _running_loop() if threshold > 0 else None
+        threshold = state.config.values["busy-reply-threshold"]
+        loop = _get_running_loop() if threshold > 0 else None
         if loop is None:  # no BUSY mode, or no event loop to be BUSY on: to the end
             run.perform()
             return self.deliver(run)
-        run.deadline = time.monotonic() + threshold
+        run.started = started = _monotonic()
+        run.deadline = started + threshold / 1000
         run.now = state.now
         worker = self._worker
+        self.next_run = run  # what the worker takes (a switch without arguments costs less)
         if worker is None or worker.dead:
             worker = self._worker = greenlet(_serve_runs)
-        run.task = worker
-        if worker.switch(run) is _ENDED:
-            return self.deliver(run)
+            run.task = worker
+            worker.switch(self)
+        else:
+            run.task = worker
+            worker.switch()
+        if run.ended:
+            # deliver(), inline: the reply, its errors counted (see there)
+            state.deny_blocking = run.blocking_before
+            if run.counted_errors:
+                return self.deliver(run)
+            return run.reply
         # past the threshold: the server is BUSY until the run ends
         run.detached = True
         run.loop = loop
@@ -916,23 +933,16 @@ class ScriptRunner:
             connection.resume()
 
 
-_ENDED = object()
-
-
-def _serve_runs(run: ScriptRun) -> None:
-    """The runner's worker greenlet: one run after another. A greenlet lives on from run
-    to run, because starting one that runs Python code costs several microseconds."""
+def _serve_runs(runner: ScriptRunner) -> None:
+    """The runner's worker greenlet: one run after another (`runner.next_run`), back to
+    the loop's greenlet after each. A greenlet lives on from run to run, because starting
+    one that runs Python code costs several microseconds."""
+    back = getcurrent().parent.switch  # to the loop's greenlet, which made this one
     while True:
+        run, runner.next_run = runner.next_run, None  # held by nothing once it ends
         run.perform()
         run.ended = True
-        run = getcurrent().parent.switch(_ENDED)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
+        back()
 
 
 def runner_of(state: ServerState) -> ScriptRunner:

@@ -64,6 +64,11 @@ class Function:
     flags: frozenset[str]
     library: Library
 
+    def __post_init__(self) -> None:
+        # what every FCALL asks, answered once
+        self.no_writes = NO_WRITES in self.flags
+        self.allow_oom = "allow-oom" in self.flags
+
 
 @dataclass(eq=False)
 class Library:
@@ -86,7 +91,8 @@ class LibrarySet:
         return sum(len(lib.functions) for lib in self.libraries.values())
 
     def lookup(self, name: bytes) -> Function | None:
-        return self.functions.get(name.lower())
+        functions = self.functions
+        return functions.get(name) or functions.get(name.lower())  # names come lowercase, mostly
 
     def link(self, lib: Library) -> None:
         for fn in lib.functions.values():
@@ -331,17 +337,20 @@ def _registered(entry: Any) -> Registered:
 
 
 class FunctionRun(ScriptRun):
-    """One FCALL: a ScriptRun that remembers its command and start (FUNCTION STATS)."""
+    """One FCALL: a ScriptRun that remembers its function and command (FUNCTION STATS)."""
 
     as_function = True
+    argv: list[bytes]  # the FCALL, as FUNCTION STATS shows it
 
-    def __init__(self, engine: Libraries, caller: Client, function: Function, argv: list[bytes],
-                 numkeys: int) -> None:
-        super().__init__(engine.bridge, caller, function.callback, argv[3:3 + numkeys], argv[3 + numkeys:],
-                         NO_WRITES in function.flags)
-        self.funcname = function.name
-        self.argv = argv
-        self.started = time.monotonic()
+    @classmethod
+    def of(cls, engine: Libraries, caller: Client, function: Function, argv: list[bytes],
+           numkeys: int) -> FunctionRun:
+        run = cls(engine.bridge, caller, function.callback, numkeys, argv[3:], function.no_writes)
+        run.funcname = function.name
+        run.argv = argv
+        if function.allow_oom:
+            run.allow_oom = True
+        return run
 
     def duration_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
