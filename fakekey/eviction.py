@@ -25,6 +25,7 @@ import random
 from itertools import islice
 from typing import TYPE_CHECKING
 
+import fakekey.lfu as lfu
 from fakekey.lazyfree import lazy_setting
 from fakekey.memory import EXPIRE_ENTRY, HASHTABLE_ENTRY, SMALL_STRING, quick_key_size, size_class
 from fakekey.resp.replies import ReplyError
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
 OOM = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
 STARTUP_MEMORY = 1024 * 1024  # the server's own, as INFO memory reports it (server_cmds.py)
 POOL_SIZE = 16  # Valkey's EVPOOL_SIZE
-LFU_INIT_VAL = 5
 # A script with a shebang declaring one of these may run out of memory (scriptFlagsToCmdFlags).
 OOM_ALLOWING_FLAGS = frozenset({"no-writes", "allow-oom"})
 SCRIPT_COMMANDS = frozenset({"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"})
@@ -278,12 +278,10 @@ def _score(state: ServerState, db: Database, key: bytes, policy: str) -> int:
     the key expires (TTL)."""
     if policy.endswith("-ttl"):
         return (1 << 62) - db.expires.get(key, 1 << 62)
-    idle = max(0, state.now - db.access.get(key, state.now))
-    if policy.endswith("-lfu"):
-        decay = state.config["lfu-decay-time"]
-        counter = LFU_INIT_VAL if not decay else max(0, LFU_INIT_VAL - idle // 60000 // decay)
-        return 255 - counter
-    return idle
+    if policy.endswith("-lfu"):  # Valkey's counter, decayed (fakekey/lfu.py)
+        packed = db.lfu.get(key) or lfu.fresh(state.now)
+        return 255 - lfu.decayed(packed, state.now, state.config["lfu-decay-time"])
+    return max(0, state.now - db.access.get(key, state.now))
 
 
 def evict(state: ServerState, db: Database, key: bytes) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING, Any
 
+import fakekey.lfu as lfu
 from fakekey.errors import WRONGTYPE
 from fakekey.lazyfree import lazy_setting, release
 
@@ -35,7 +36,7 @@ class Database:
 
     __slots__ = (
         "state", "index", "data", "expires", "access", "watched", "waiting", "scan_order",
-        "numbers_as_text",
+        "numbers_as_text", "lfu", "lfu_touched",
     )
 
     def __init__(self, state: ServerState, index: int) -> None:
@@ -50,6 +51,9 @@ class Database:
         # strings that read as integers but are not stored as one (INCRBYFLOAT's result:
         # Valkey keeps it embstr): OBJECT ENCODING asks; any new value or removal forgets
         self.numbers_as_text: set[bytes] = set()
+        # key -> Valkey's packed LFU counter (fakekey/lfu.py), kept under an LFU policy
+        self.lfu: dict[bytes, int] = {}
+        self.lfu_touched: tuple[bytes, int] | None = None  # (key, command) last counted
 
     # --- reads -------------------------------------------------------------------------
 
@@ -67,7 +71,17 @@ class Database:
         state = self.state
         if state.touch_keys:
             self.access[key] = state.now
+            if state.lfu_on:  # an LFU policy: the access counts (Valkey's updateLFU)
+                self.lfu_access(key)
         return value
+
+    def lfu_access(self, key: bytes) -> None:
+        """Valkey's updateLFU for one access to `key` (once per command and key)."""
+        state = self.state
+        self.lfu_touched = (key, state.commands_processed)
+        self.lfu[key] = lfu.accessed(self.lfu.get(key) or lfu.fresh(state.now), state.now,
+                                     state.config.values["lfu-decay-time"],
+                                     state.config.values["lfu-log-factor"])
 
     def lookup_type(self, key: bytes, kind: type) -> Any:
         """The value if it is of `kind`, None if absent; WRONGTYPE otherwise."""
@@ -106,6 +120,13 @@ class Database:
     ) -> None:
         """Store `value` at `key` (new or replacing), clearing its TTL unless kept."""
         old = self.data.get(key)
+        if self.state.lfu_on:
+            # a new value starts at LFU_INIT_VAL; an overwrite keeps its counter, and counts
+            # the access Valkey's setKey makes looking the key up (unless this command did)
+            if old is None:
+                self.lfu[key] = lfu.fresh(self.state.now)
+            elif self.state.touch_keys and self.lfu_touched != (key, self.state.commands_processed):
+                self.lfu_access(key)
         if old is None:
             if self.state.notify_flags:
                 self.state.notify(self, "n", "new", key)
@@ -181,6 +202,8 @@ class Database:
         if self.numbers_as_text:
             self.numbers_as_text.discard(key)
         self.access.pop(key, None)
+        if self.lfu:
+            self.lfu.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
 
@@ -264,6 +287,7 @@ class Database:
         self.data.clear()
         self.expires.clear()
         self.access.clear()
+        self.lfu.clear()
         self.numbers_as_text.clear()
         for key in gone:
             self.state.blocking.signal_deleted(self, key)

@@ -90,6 +90,8 @@ class ServerState:
         self.obuf_limits, self.obuf_check_at = self._output_limits()
         # maxmemory (fakekey/eviction.py): the used-memory tracker exists only while it is set
         self.maxmemory = self.config["maxmemory"]
+        # an LFU maxmemory-policy: key accesses move Valkey's LFU counters (fakekey/lfu.py)
+        self.lfu_on = self.config["maxmemory-policy"].endswith("-lfu")
         self.memory: MemoryTracker | None = None
         self.pre_command_oom = False  # out of memory as the running command began (scripts)
         self.eviction_pool: list[tuple[int, int, bytes]] = []
@@ -194,6 +196,8 @@ class ServerState:
             self.obuf_limits, self.obuf_check_at = self._output_limits()
         elif name == "maxmemory":
             maxmemory_changed(self, value)
+        elif name == "maxmemory-policy":
+            self.lfu_on = value.endswith("-lfu")
         elif name in SETTINGS[SLOW]:
             self.slow_ns = self._slow_threshold_ns()
             self._trim_slow_log()

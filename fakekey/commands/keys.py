@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import fakekey.lfu as lfu
 from fakekey.client import Client
 from fakekey.commands.args import (
     DB_RANGE,
@@ -492,7 +493,6 @@ container("object", group=G, since="2.2.3", summary="Inspects how a key's value 
 
 _OBJECT_KEY = keys_range(2, flags="RO")
 _NONDETERMINISTIC = "nondeterministic_output"
-LFU_INIT_VAL = 5
 IDLE_UNDER_LFU = ReplyError(
     "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when "
     "switching between policies at runtime LRU and LFU data will take some time to adjust."
@@ -567,13 +567,10 @@ def object_freq(c: Client, argv: list[bytes]) -> Any:
         return None
     if not lfu_policy(c):
         raise FREQ_WITHOUT_LFU
-    # The counter starts at LFU_INIT_VAL and decays one step per lfu-decay-time minutes
-    # idle; accesses are not counted (fakekey keeps no per-access LFU counter).
-    decay = c.state.config["lfu-decay-time"]
-    if not decay:
-        return LFU_INIT_VAL
-    idle_minutes = (c.state.now - db.access.get(key, c.state.now)) // 60000
-    return max(0, LFU_INIT_VAL - idle_minutes // decay)
+    # Valkey's counter, decayed, not touched (a key made before the policy was an LFU one
+    # counts from LFU_INIT_VAL now: Valkey reads its LRU clock as a counter then)
+    now = c.state.now
+    return lfu.decayed(db.lfu.get(key) or lfu.fresh(now), now, c.state.config["lfu-decay-time"])
 
 
 @command("object|help", 2, "loading stale", acl=KEYSPACE, since="6.2.0",

@@ -189,6 +189,8 @@ def set_generic(
     reply: Any = ok_reply
     if with_get:
         reply = _string_or_wrongtype(old)
+        if old is not None and c.state.lfu_on and c.state.touch_keys:
+            db.lfu_access(key)  # Valkey's GET part looks the key up once more
     if flags & IFEQ:
         if old is not None and not with_get and type(old) not in (bytes, bytearray):
             raise WRONGTYPE

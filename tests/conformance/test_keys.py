@@ -770,3 +770,48 @@ def test_object_subcommands_in_command_info(r2):
     ]
     assert subcommands[2][:7] == [b"object|help", 2, [b"loading", b"stale"], 0, 0, 0,
                                   [b"@keyspace", b"@slow"]]
+
+
+def test_object_freq_counts_accesses_under_an_lfu_policy(r2):
+    """Valkey's LFU counter: a new key starts at 5; with lfu-log-factor 0 every lookup
+    adds one (an overwrite keeps the counter and counts its own lookup; SET ... GET looks
+    the key up twice); CLIENT NO-TOUCH reads count nothing."""
+    r2.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu")
+    r2.call("CONFIG", "SET", "lfu-log-factor", "0")
+    try:
+        freq = []
+        steps = [("SET", "k", "v"), ("GET", "k"), ("GET", "k"), ("SET", "k", "v2"), ("APPEND", "k", "x"),
+                 ("MSET", "k", "1", "k3", "2"), ("INCR", "k"), ("SET", "k", "x", "GET"), ("EXISTS", "k")]
+        for step in steps:
+            r2.call(*step)
+            freq.append(r2.call("OBJECT", "FREQ", "k"))
+        assert freq == [(":", n) for n in (5, 6, 7, 8, 9, 10, 11, 13, 13)]  # EXISTS does not touch
+        r2.call("CLIENT", "NO-TOUCH", "on")
+        r2.call("GET", "k")
+        assert r2.call("OBJECT", "FREQ", "k") == (":", 13)
+        r2.call("CLIENT", "NO-TOUCH", "off")
+        r2.call("HSET", "h", "f", "v")
+        r2.call("HSET", "h", "f", "v2")
+        assert r2.call("OBJECT", "FREQ", "h") == (":", 6)
+    finally:
+        r2.call("CONFIG", "SET", "lfu-log-factor", "10")
+        r2.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+
+
+@pytest.mark.fakekey_only
+def test_object_freq_decays_one_per_lfu_decay_time_minutes(r2):
+    r2.call("FAKEKEY.CLOCK", "SET", 1_700_000_000_000)
+    r2.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu")
+    r2.call("CONFIG", "SET", "lfu-log-factor", "0")
+    try:
+        r2.call("SET", "k", "v")
+        r2.call("GET", "k")
+        assert r2.call("OBJECT", "FREQ", "k") == (":", 6)
+        r2.call("FAKEKEY.CLOCK", "ADVANCE", 2 * 60_000)  # lfu-decay-time 1: two periods
+        assert r2.call("OBJECT", "FREQ", "k") == (":", 4)
+        r2.call("GET", "k")  # decayed, then counted
+        assert r2.call("OBJECT", "FREQ", "k") == (":", 5)
+    finally:
+        r2.call("CONFIG", "SET", "lfu-log-factor", "10")
+        r2.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        r2.call("FAKEKEY.CLOCK", "REAL")
