@@ -14,11 +14,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from fakekey.client import Client
+from fakekey.commandlog import LARGE_REPLY, LARGE_REQUEST
+from fakekey.commands.observability import log_command, request_size
 from fakekey.config import Config
 from fakekey.limits import adjust_open_files_limit
 from fakekey.persistence import Persistence
 from fakekey.resp.parser import ProtocolError
-from fakekey.resp.replies import NO_REPLY, ReplyError
+from fakekey.resp.replies import NO_REPLY, QUEUED, ReplyError
 from fakekey.state import UNREAD_OUTPUT_PAUSE, ServerState
 
 try:  # uvloop where installed
@@ -58,6 +60,9 @@ class Connection(asyncio.Protocol):
         self.corked: list[bytes] = []  # bytes written outside a batch, sent at loop's turn
         self.corked_bytes = 0
         self._queued: tuple[int, int, Any] = (0, 0, None)  # see _queued_bytes
+        # COMMANDLOG large-request: once net_in passes this, a request may be large enough
+        # to measure (the bytes consumed at the last measure, plus the threshold)
+        self.request_mark = 0
         self.soft_since = 0  # when the output passed its soft limit (s on the server clock), or 0
 
     # --- asyncio callbacks --------------------------------------------------------------
@@ -152,6 +157,7 @@ class Connection(asyncio.Protocol):
                 limits_auth, limits_epoch = client.authenticated, config.epoch
                 parser.authenticated = client.authenticated or not config["requirepass"]
                 parser.max_bulk = config["proto-max-bulk-len"]
+                self.request_mark = client.net_in - parser.buffered() + state.large_request_at
             try:
                 argv = next_request()
             except ProtocolError as err:
@@ -161,13 +167,19 @@ class Connection(asyncio.Protocol):
                 break
             reply = state.call(client, argv)
             client.total_commands += 1
+            if client.net_in > self.request_mark:  # enough bytes came: measure the request
+                self._log_large_request(client, argv, reply)
             if client.reply_mode == "on":
                 if type(reply) is bytes:  # a bulk string, the commonest reply: no dispatch
                     out.append(b"$%d\r\n%s\r\n" % (len(reply), reply))
                     pending += len(reply)
+                    if len(reply) > state.large_reply_at:
+                        self._log_large_reply(client, argv, len(out[-1]))
                 elif reply is not NO_REPLY:
                     out.append(data := client.encoder.encode(reply))
                     pending += len(data)
+                    if len(data) > state.large_reply_at:
+                        self._log_large_reply(client, argv, len(data))
                 if pending > state.obuf_check_at:  # as Valkey, after each reply is added
                     pending = 0
                     out = self._flush_batch(out)
@@ -189,6 +201,25 @@ class Connection(asyncio.Protocol):
         if client.close_after_reply or client.killed:
             self.uncork()  # its replies go out before the connection closes
             self.close()
+
+    def _log_large_request(self, client: Client, argv: list[bytes], reply: Any) -> None:
+        """COMMANDLOG large-request: a command that ran (not one queued in MULTI) whose
+        request passed commandlog-request-larger-than."""
+        state = self.state
+        self.request_mark = client.net_in - client.parser.buffered() + state.large_request_at
+        cmd = client.cmd
+        if reply is QUEUED or cmd is None or "skip_commandlog" in cmd.flags:
+            return
+        size = request_size(argv)
+        if size > state.large_request_at:
+            log_command(state, client, argv, size, LARGE_REQUEST)
+
+    def _log_large_reply(self, client: Client, argv: list[bytes], size: int) -> None:
+        """COMMANDLOG large-reply: a command's reply passed commandlog-reply-larger-than
+        (EXEC logs its commands instead: fakekey/commands/transactions.py)."""
+        cmd = client.cmd
+        if cmd is not None and "skip_commandlog" not in cmd.flags:
+            log_command(self.state, client, argv, size, LARGE_REPLY)
 
     def _flush_batch(self, out: list[bytes]) -> list[bytes]:
         """Move the batch's replies so far to the output (in order: after what was

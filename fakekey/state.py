@@ -14,7 +14,7 @@ from fakekey import VALKEY_VERSION, __version__
 from fakekey.acl import Users
 from fakekey.blocking import Blocking
 from fakekey.clock import Clock
-from fakekey.commandlog import SETTINGS, SLOW, CommandLog
+from fakekey.commandlog import LARGE_REPLY, LARGE_REQUEST, SETTINGS, SLOW, CommandLog
 from fakekey.commands import load_all
 from fakekey.commands.args import c_text, wrong_args
 from fakekey.commands.emq.layout import EMQ_MODULE, EMQ_MODULE_VERSION
@@ -119,6 +119,9 @@ class ServerState:
         self.monitors: list[Client] = []  # MONITOR clients (commands/observability.py)
         self.commandlog = CommandLog()  # SLOWLOG and COMMANDLOG (fakekey/commandlog.py)
         self.slow_ns = self._slow_threshold_ns()  # run_command logs runs at least this long
+        # a request or a reply bigger than these goes to COMMANDLOG (server.py Connection)
+        self.large_request_at = self._size_threshold(LARGE_REQUEST)
+        self.large_reply_at = self._size_threshold(LARGE_REPLY)
         # CLIENT TRACKING's table (fakekey/tracking.py); `tracking` is it only while in use
         self.tracking_table = Tracking(self)
         self.tracking: Tracking | None = None
@@ -201,6 +204,19 @@ class ServerState:
         elif name in SETTINGS[SLOW]:
             self.slow_ns = self._slow_threshold_ns()
             self._trim_slow_log()
+        elif name in SETTINGS[LARGE_REQUEST] or name in SETTINGS[LARGE_REPLY]:
+            self.large_request_at = self._size_threshold(LARGE_REQUEST)
+            self.large_reply_at = self._size_threshold(LARGE_REPLY)
+            for kind in (LARGE_REQUEST, LARGE_REPLY):
+                entries = self.commandlog.logs[kind].entries
+                while len(entries) > max(0, self.config[SETTINGS[kind][1]]):
+                    entries.pop()
+
+    def _size_threshold(self, kind: str) -> int:
+        """commandlog-request/reply-larger-than in bytes; off (-1, or a max-len of 0): a
+        size nothing reaches."""
+        threshold, max_len = (self.config[name] for name in SETTINGS[kind])
+        return SLOW_LOG_OFF if threshold < 0 or max_len == 0 else threshold
 
     def _slow_threshold_ns(self) -> int:
         """commandlog-execution-slower-than in ns; off (-1, or a max-len of 0): never (an

@@ -200,14 +200,19 @@ MAY_REPLICATE = frozenset({
 # --- SLOWLOG and COMMANDLOG -----------------------------------------------------------------
 
 
-def log_command(state: ServerState, client: Client, argv: list[bytes], micros: int) -> None:
-    """A command passed the slow threshold: into the slow log, with its caller's address
-    and name when a script ran it."""
+def log_command(state: ServerState, client: Client, argv: list[bytes], micros: int, kind: str = SLOW) -> None:
+    """A command passed a threshold (the slow one by default, or a size: `micros` is then
+    the bytes): into that log, with its caller's address and name when a script ran it."""
     caller = client
     if client.connection is None and client.id <= 2 and state.current_client is not None:
         caller = state.current_client
-    state.commandlog.push(SLOW, state.config[SETTINGS[SLOW][1]], state.now // 1000, micros, argv,
+    state.commandlog.push(kind, state.config[SETTINGS[kind][1]], state.now // 1000, micros, argv,
                           redacted_positions(argv), caller.addr.encode(), bytes(caller.name))
+
+
+def request_size(argv: list[bytes]) -> int:
+    """The bytes of a request in the multibulk layout (what Valkey read for it)."""
+    return len(b"*%d\r\n" % len(argv)) + sum(len(b"$%d\r\n" % len(a)) + len(a) + 2 for a in argv)
 
 
 def log_kind(arg: bytes) -> str:

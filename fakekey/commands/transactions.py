@@ -9,6 +9,8 @@ from functools import partial
 from typing import Any
 
 from fakekey.client import Client
+from fakekey.commandlog import LARGE_REPLY
+from fakekey.commands.observability import log_command
 from fakekey.commands.registry import command, keys_range
 from fakekey.resp.replies import NO_REPLY, NULL_ARRAY, OK, ReplyError
 
@@ -80,6 +82,10 @@ def run_queued(c: Client, queue: list, start: int, replies: list[Any]) -> Any:
     state = c.state
     state.deny_blocking = True
     paused = False
+    # COMMANDLOG large-reply: each command is measured by EXEC's reply so far, as Valkey
+    # measures the bytes its client has been sent for the EXEC when the command ends
+    encode = c.encoder.encode
+    sent = len(b"*%d\r\n" % len(queue)) + sum(len(encode(r)) for r in replies)
     try:
         for at in range(start, len(queue)):
             cmd, args = queue[at]
@@ -90,6 +96,9 @@ def run_queued(c: Client, queue: list, start: int, replies: list[Any]) -> Any:
                 paused = True
                 return NO_REPLY
             replies.append(reply)
+            sent += len(encode(reply))
+            if sent > state.large_reply_at and "skip_commandlog" not in cmd.flags:
+                log_command(state, c, args, sent, LARGE_REPLY)
     finally:
         if not paused:
             state.deny_blocking = False

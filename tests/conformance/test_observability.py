@@ -376,3 +376,39 @@ def test_frozen_clock_stamps_monitor_and_slow_log(slowlog_all, r, other):
         assert entries(slowlog_all, "SLOWLOG", "GET", "1")[0][1:4:2] == [1700000000, [b"SET", b"frozen", b"1"]]
     finally:
         slowlog_all.call("FAKEKEY.CLOCK", "REAL")
+
+
+@pytest.fixture
+def size_logs(r: RawClient) -> Iterator[RawClient]:
+    """COMMANDLOG's size kinds with a 100-byte threshold, emptied first."""
+    for kind in ("large-request", "large-reply"):
+        r.call("COMMANDLOG", "RESET", kind)
+    r.call("CONFIG", "SET", "commandlog-request-larger-than", "100")  # each request under 100
+    r.call("CONFIG", "SET", "commandlog-reply-larger-than", "100")
+    yield r
+    r.call("CONFIG", "SET", "commandlog-request-larger-than", "1048576",
+           "commandlog-reply-larger-than", "1048576")
+    for kind in ("large-request", "large-reply"):
+        r.call("COMMANDLOG", "RESET", kind)
+
+
+def test_commandlog_large_request_and_reply(size_logs):
+    """A request's bytes as read; a reply's bytes as sent, inside EXEC counted from the
+    start of EXEC's reply (the array header included); queued commands are logged when
+    they run, not when queued; small ones never."""
+    r = size_logs
+    big, other = "x" * 200, "z" * 150
+    r.call("SET", "k", big)
+    r.call("SET", "small", "y")
+    r.call("GET", "k")
+    r.call("MULTI")
+    r.call("GET", "k")
+    r.call("SET", "k2", other)
+    r.call("EXEC")
+    requests = [(e[2], e[3]) for e in entries(r, "COMMANDLOG", "GET", "-1", "large-request")]
+    cut = big[:128].encode() + b"... (72 more bytes)"
+    assert requests == [(228, [b"SET", b"k", cut])]
+    header = 4  # EXEC's "*2\r\n", in both protocols
+    replies = [(e[2], e[3][:2]) for e in entries(r, "COMMANDLOG", "GET", "-1", "large-reply")
+               if e[3][0] != b"COMMANDLOG"]  # the large-request listing's own reply
+    assert replies == [(208 + header + 5, [b"SET", b"k2"]), (208 + header, [b"GET", b"k"]), (208, [b"GET", b"k"])]
