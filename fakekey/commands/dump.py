@@ -8,6 +8,7 @@ import socket
 import weakref
 from typing import Any
 
+import fakekey.lfu as lfu
 from fakekey import rdb
 from fakekey.client import Client
 from fakekey.commands.args import LLONG_MAX, SYNTAX, parse_int
@@ -89,7 +90,7 @@ def _restore_options(argv: list[bytes]) -> tuple[bool, bool, int | None, int | N
 
 
 def restore_command(c: Client, argv: list[bytes]) -> Any:
-    replace, absttl, idle, _freq = _restore_options(argv)
+    replace, absttl, idle, freq = _restore_options(argv)
     db = c.db
     key = argv[1]
     if not replace and db.lookup(key) is not None:
@@ -121,6 +122,8 @@ def restore_command(c: Client, argv: list[bytes]) -> Any:
         db.set_expire(key, ttl)
     if idle is not None and not lfu_policy(c):
         db.access[key] = now - idle * 1000
+    if freq is not None and c.state.lfu_on:  # objectSetLRUOrLFU: the counter, stamped now
+        db.lfu[key] = lfu.minutes(now) << 8 | freq
     notify(db, "restore", key)
     return OK
 

@@ -532,3 +532,14 @@ def test_migrate_keeps_its_connection(r: Any, target: Target) -> None:
         assert sorted(authed.keys()) == [b"a", b"b", b"c"]
     finally:
         other.stop()
+
+
+def test_restore_freq_sets_the_lfu_counter(r2):
+    r2.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu")
+    try:
+        r2.call("SET", "k", "v")
+        payload = r2.call("DUMP", "k")[1]
+        assert r2.call("RESTORE", "k2", 0, payload, "FREQ", 100) == ("+", b"OK")
+        assert r2.call("OBJECT", "FREQ", "k2") == (":", 100)
+    finally:
+        r2.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
