@@ -84,7 +84,6 @@ class ServerState:
         self.pubsub = PubSub(self)
         self.notify_flags = parse_notify_flags(self.config["notify-keyspace-events"])
         self.config.listeners.append(self._config_changed)
-        self.pubsub_hard_limit = self._pubsub_hard_limit()  # read on every message sent
         # client-output-buffer-limit per class, and the unread output past which a write
         # looks at them (server.py Connection.check_output): one comparison per write
         self.obuf_limits, self.obuf_check_at = self._output_limits()
@@ -166,10 +165,6 @@ class ServerState:
         """Drop every subscription of `client` (disconnect, RESET)."""
         self.pubsub.drop_client(client)
 
-    def _pubsub_hard_limit(self) -> int:
-        """client-output-buffer-limit's hard limit for pub/sub clients (none: 2**62)."""
-        return self.output_hard_limit("pubsub") or 1 << 62
-
     def _output_limits(self) -> tuple[dict[str, tuple[int, int, int]], int]:
         """The limits by class, and the least backlog any of them (or, with no normal
         limit, fakekey's pause for unread output) can act on."""
@@ -184,10 +179,7 @@ class ServerState:
 
     def output_hard_limit(self, klass: str) -> int:
         """client-output-buffer-limit's hard limit for a class of clients (0: none)."""
-        limits = self.config["client-output-buffer-limit"]
-        if isinstance(limits, str):  # the default, as text
-            limits = parse_obuf_limits(limits)
-        return limits.get(klass, (0, 0, 0))[0]
+        return self.obuf_limits.get(klass, (0, 0, 0))[0]
 
     def _config_changed(self, name: str, value: Any) -> None:
         if name == "requirepass":  # the default user's password, as in Valkey
@@ -195,7 +187,6 @@ class ServerState:
         elif name == "notify-keyspace-events":
             self.notify_flags = parse_notify_flags(value)
         elif name == "client-output-buffer-limit":
-            self.pubsub_hard_limit = self._pubsub_hard_limit()
             self.obuf_limits, self.obuf_check_at = self._output_limits()
         elif name == "maxmemory":
             maxmemory_changed(self, value)
