@@ -137,7 +137,7 @@ class Blocking:
             return denied_reply
         return self.block(client, keys, deadline, client.cmd, argv, NULL_ARRAY, kinds)
 
-    def _detach(self, waiter: Waiter) -> None:
+    def _detach(self, waiter: Any) -> None:  # any `blocked` marker: a Waiter, a StreamedReply...
         """Remove a waiter from every key queue it is on."""
         if not waiter.active:
             return

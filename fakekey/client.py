@@ -63,6 +63,10 @@ class Client:
         self.shard_channels: set[bytes] = set()
         # blocking: the wait itself (requests sent meanwhile stay unparsed in the parser)
         self.blocked: Any = None
+        # declared here, not set on the fly: a compiled class has a fixed set of attributes
+        self.rdb_only = False  # REPLCONF rdb-only
+        self.capa = ""
+        self.import_source = False
         # pub/sub messages to this client while its own command runs go after its reply
         self.deferred_pushes: list[list[Any]] = []
 
@@ -134,9 +138,10 @@ class Client:
         if encoded is None:
             frame = self.encoder.encode(Push(items))
         else:
-            frame = encoded.get(self.protocol)
-            if frame is None:
-                frame = encoded[self.protocol] = self.encoder.encode(Push(items))
+            cached = encoded.get(self.protocol)
+            if cached is None:
+                cached = encoded[self.protocol] = self.encoder.encode(Push(items))
+            frame = cached
         connection.write(frame)  # the output limits are checked there
 
     def send(self, reply: Any) -> None:

@@ -163,6 +163,10 @@ _add("xreadgroup", _readgroup_counted, _readgroup_before)
 _add("xgroup|delconsumer", _one_if_existed, _delconsumer_before)
 
 
+# the handlers already wrapped (a second install must not count twice)
+_WRAPPED: set[Any] = set()
+
+
 def _counted(handler: Callable[..., Any], rule: Rule, before: Before | None) -> Callable[..., Any]:
     """The handler, then the counter set to where Valkey's count puts it (an error
     leaves what the funnel counted)."""
@@ -181,8 +185,9 @@ def _counted(handler: Callable[..., Any], rule: Rule, before: Before | None) -> 
             reply = handler(c, argv)
             state.dirty = start + rule(c, argv, reply, state.dirty - start, measured)
             return reply
-    run.dirty_counted = True  # type: ignore[attr-defined]
+    _WRAPPED.add(run)  # (a compiled closure takes no attributes to mark it with)
     return run
+
 
 
 def _command(registry: Registry, name: str) -> Command | None:
@@ -197,6 +202,6 @@ def install(registry: Registry) -> None:
     """Wrap the handlers of the commands in RULES (once per process)."""
     for name, (rule, before) in RULES.items():
         cmd = _command(registry, name)
-        if cmd is None or cmd.handler is None or hasattr(cmd.handler, "dirty_counted"):
+        if cmd is None or cmd.handler is None or cmd.handler in _WRAPPED:
             continue
         cmd.handler = _counted(cmd.handler, rule, before)

@@ -28,7 +28,7 @@ def is_strtod_form(raw: bytes) -> bool:
     return _FLOAT_RE.match(raw) is not None
 
 
-def parse_int(raw: bytes, error: ReplyError = NOT_INTEGER) -> int:
+def parse_int(raw: bytes | bytearray, error: ReplyError = NOT_INTEGER) -> int:
     """string2ll: canonical decimal, signed 64-bit."""
     if _INT_RE.match(raw):
         value = int(raw)
@@ -37,7 +37,7 @@ def parse_int(raw: bytes, error: ReplyError = NOT_INTEGER) -> int:
     raise error
 
 
-def try_int(raw: bytes) -> int | None:
+def try_int(raw: bytes | bytearray) -> int | None:
     if _INT_RE.match(raw):
         value = int(raw)
         if LLONG_MIN <= value <= LLONG_MAX:

@@ -10,7 +10,7 @@ import errno
 import logging
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fakekey.client import Client
@@ -23,12 +23,19 @@ from fakekey.resp.parser import ProtocolError
 from fakekey.resp.replies import NO_REPLY, QUEUED, ReplyError
 from fakekey.state import UNREAD_OUTPUT_PAUSE, ServerState
 
+new_event_loop: Callable[[], asyncio.AbstractEventLoop]
 try:  # uvloop where installed
     import uvloop
 
     new_event_loop = uvloop.new_event_loop
 except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
     new_event_loop = asyncio.new_event_loop
+
+def _is_blocked(client: Client) -> bool:
+    # a function, not an inline test: inside run's loop the type checker takes `blocked` for
+    # None (the loop's condition), and a compiled module would trust it; check_output may set it
+    return client.blocked is not None
+
 
 MAX_CLIENTS_ERROR = b"-ERR max number of clients reached\r\n"
 PROTECTED_MODE_DENIED = (
@@ -183,7 +190,7 @@ class Connection(asyncio.Protocol):
                 if pending > state.obuf_check_at:  # as Valkey, after each reply is added
                     pending = 0
                     out = self._flush_batch(out)
-                    if not self.check_output() or client.blocked is not None:
+                    if not self.check_output() or _is_blocked(client):
                         break  # dropped, or paused until it reads
             elif reply is not NO_REPLY and client.reply_mode == "skip":
                 client.reply_mode = "on"
@@ -318,7 +325,7 @@ class Connection(asyncio.Protocol):
                 self.client.last_interaction_ms = self.state.now  # a write is an interaction
             if self.state.aof is not None:  # what a reply acknowledges is in the log first
                 self.state.aof.before_reply()
-            self.transport.write(data)
+            transport.write(data)
             if self.soft_since or transport.get_write_buffer_size() > self.state.obuf_check_at:
                 self.check_output()
 
@@ -546,7 +553,7 @@ class Server:
         self._requested_port = port
         self.port = port
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self.loop_thread: threading.Thread | None = None
         self.listeners = Listeners(self.state)
         self._tasks: list[asyncio.Task[Any]] = []
         self._stopped = threading.Event()
@@ -717,8 +724,8 @@ class Server:
             loop.close()
             self._stopped.set()
 
-        self._thread = threading.Thread(target=run, name=f"fakekey-{id(self)}", daemon=True)
-        self._thread.start()
+        self.loop_thread = threading.Thread(target=run, name=f"fakekey-{id(self)}", daemon=True)
+        self.loop_thread.start()
         started.wait()
         if failure:
             raise failure[0]
@@ -726,7 +733,7 @@ class Server:
 
     def stop(self) -> None:
         loop = self._loop
-        if self._thread is not None and loop is not None:
+        if self.loop_thread is not None and loop is not None:
             def finish() -> None:
                 fut = self.state.shutdown_requested
                 if fut is not None and not fut.done():
@@ -734,8 +741,8 @@ class Server:
 
             if not loop.is_closed():
                 loop.call_soon_threadsafe(finish)
-            self._thread.join(10)
-            self._thread = None
+            self.loop_thread.join(10)
+            self.loop_thread = None
 
     def __enter__(self) -> Server:
         return self.start()

@@ -105,6 +105,8 @@ class ServerState:
         # connections with output to send at the end of this loop iteration (server.py)
         self.uncork_queue: list[Any] = []
         self.current_client: Client | None = None  # whose command is running now
+        self.memory_peak = 0  # INFO memory's used_memory_peak (commands/server_cmds.py)
+        self.migrate_links: dict[bytes, Any] = {}  # MIGRATE's cached connections (commands/dump.py)
         self.run_id = os.urandom(20).hex()
         self.replid = os.urandom(20).hex()  # INFO replication's master_replid
         self.active_expire = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cron's expiry off
@@ -295,11 +297,12 @@ class ServerState:
         cmd = self._by_exact_name.get(argv[0])  # the hot path: a known name, as sent
         if cmd is None or cmd.subcommands or (cmd.arity != len(argv) and (
                 cmd.arity > 0 or len(argv) < -cmd.arity)):
-            cmd = self.lookup_command(argv)
-            if type(cmd) is ReplyError:
+            found = self.lookup_command(argv)
+            if isinstance(found, ReplyError):
                 if not client.authenticated and self._needs_auth(argv[0]):
-                    cmd = NOAUTH  # an unauthenticated client learns nothing from the error
-                return self._reject(client, cmd, argv[0].lower() == b"exec")
+                    found = NOAUTH  # an unauthenticated client learns nothing from the error
+                return self._reject(client, found, argv[0].lower() == b"exec")
+            cmd = found
         if not client.authenticated and "no_auth" not in cmd.flags and self.users.auth_required():
             return self._reject(client, NOAUTH, cmd.name == "exec")
         if not client.acl_unrestricted:  # the one ACL test an unrestricted client pays
@@ -380,7 +383,7 @@ class ServerState:
             started = time_ns()
         try:
             if self.aof is None:
-                reply = cmd.handler(client, argv)
+                reply = cmd.handler(client, argv)  # type: ignore[misc]
             else:  # appendonly: the log records what the command changed
                 reply = self.aof.run(client, cmd, argv)
         except ReplyError as err:

@@ -271,7 +271,7 @@ def client_line(client: Client, argv_mem: int = 0) -> str:
         ("age", max(0, now - client.created_ms) // 1000),
         ("idle", max(0, now - client.last_interaction_ms) // 1000),
         ("flags", client.flags()),
-        ("capa", getattr(client, "capa", "")),
+        ("capa", client.capa),
         ("db", client.db.index),
         ("sub", len(client.channels)),
         ("psub", len(client.patterns)),

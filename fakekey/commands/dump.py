@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import socket
-import weakref
 from typing import Any
 
 import fakekey.lfu as lfu
@@ -266,14 +265,13 @@ class _Link:
         self.sock.close()
 
 
-_LINKS: weakref.WeakKeyDictionary[Any, dict[bytes, _Link]] = weakref.WeakKeyDictionary()
 _LINKS_MAX = 64
 _LINK_IDLE_MS = 10_000
 
 
 def _link_for(c: Client, host: bytes, port: bytes, timeout: int) -> _Link:
     """migrateGetSocket: the cached connection to host:port, or a new one."""
-    links = _LINKS.setdefault(c.state, {})
+    links = c.state.migrate_links
     now = c.state.now
     for name, idle in list(links.items()):
         if now - idle.last_use > _LINK_IDLE_MS:
@@ -292,7 +290,7 @@ def _link_for(c: Client, host: bytes, port: bytes, timeout: int) -> _Link:
 
 
 def _drop_link(c: Client, host: bytes, port: bytes) -> None:
-    link = _LINKS.get(c.state, {}).pop(host + b":" + port, None)
+    link = c.state.migrate_links.pop(host + b":" + port, None)
     if link is not None:
         link.close()
 

@@ -480,9 +480,9 @@ def hexpire_generic(c: Client, argv: list[bytes], name: str, unit: int, relative
     results = [apply_expiry(h, field, when, flags, now) for field in fields]
     if DELETED_NOW in results:
         count_expired_fields(c.state, results.count(DELETED_NOW))
-        store(c, key, h, False, "hexpired")
+        store(c, key, h, False, "hexpired")  # type: ignore[arg-type]
     elif SET_OK in results:
-        store(c, key, h, False, "hexpire")
+        store(c, key, h, False, "hexpire")  # type: ignore[arg-type]
     return results
 
 

@@ -125,7 +125,7 @@ def memory_stats(c: Client, argv: list[bytes]) -> Any:
     state = c.state
     dataset = dataset_bytes(state)
     used = STARTUP_MEMORY + dataset
-    peak = max(used, getattr(state, "memory_peak", 0))
+    peak = max(used, state.memory_peak)
     state.memory_peak = peak
     rss = resident_bytes(used)
     keys = sum(len(db.data) for db in state.dbs)

@@ -152,7 +152,7 @@ def full_sync(c: Client, preamble: bytes) -> Any:
         raise PENDING_OUTPUT
     snapshot = rdb_snapshot(c.state)
     c.state.stats["sync_full"] += 1
-    if getattr(c, "rdb_only", False):
+    if c.rdb_only:
         c.close_after_reply = True
     return Raw(preamble + b"$%d\r\n" % len(snapshot) + snapshot)
 

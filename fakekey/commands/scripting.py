@@ -115,7 +115,7 @@ class EvalScripts:
             raise ReplyError(b"ERR Could not find scripting engine '" + engine + b"'")
         fn, err = self.sandbox.compile(body[code_at:], b"@user_script")
         if fn is None:
-            raise ReplyError(b"ERR Error compiling script (new function): " + err)
+            raise ReplyError(b"ERR Error compiling script (new function): " + (err or b""))
         return Script(body, fn, flags, compat=engine is None)
 
 

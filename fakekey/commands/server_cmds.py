@@ -663,7 +663,7 @@ def info_memory(state: Any) -> InfoLines:
     functions = state.functions.current if state.functions is not None else None
     dataset = dataset_bytes(state)
     used = STARTUP_MEMORY + dataset
-    peak = max(used, getattr(state, "memory_peak", 0))
+    peak = max(used, state.memory_peak)
     state.memory_peak = peak
     rss = resident_bytes(used)
     system = total_system_memory()

@@ -312,13 +312,12 @@ def zadd_single(c: Client, key: bytes, score: float, member: bytes) -> int:
         zs.insert(member, score, limits)
         c.db.set_value(key, zs, event="zadd", klass="z")
         return 1
-    limits = None
-    if not zs.skiplist:
-        limits = ZLimits.of(c.state)
-        zs.grow_for(1, len(member), limits)
+    listpack_limits = None if zs.skiplist else ZLimits.of(c.state)
+    if listpack_limits is not None:
+        zs.grow_for(1, len(member), listpack_limits)
     current = zs.scores.get(member)
     if current is None:
-        zs.insert(member, score, limits)
+        zs.insert(member, score, listpack_limits)
         added = 1
     elif score != current:
         zs.update(member, score)
@@ -327,9 +326,6 @@ def zadd_single(c: Client, key: bytes, score: float, member: bytes) -> int:
         return 0
     c.db.written(key, "zadd", "z")
     return added
-
-
-zadd.dirty_counted = True  # type: ignore[attr-defined]  # it counts its own (fakekey/dirty.py)
 
 
 @command("zincrby", 4, "write denyoom fast", keys=keys_range(1, flags="RW access update"),

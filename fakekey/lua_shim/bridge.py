@@ -48,7 +48,6 @@ from fakekey.resp.replies import (
 
 if TYPE_CHECKING:
     from fakekey.commands.registry import Command
-    from fakekey.lua_shim.runtime import LuaSandbox
     from fakekey.state import ServerState
 
 log = logging.getLogger("fakekey.lua")
@@ -328,6 +327,7 @@ class _TokenReader:
         _TooDeep past _DEEP_REPLY levels."""
         tokens = self.tokens
         open_: list[tuple[int, list[Any], int, int]] = []  # code, items, size, count
+        item: Any  # any reply (a scalar, or an aggregate closed)
         while True:
             value = tokens[self.pos]
             if value is not False:
@@ -524,7 +524,7 @@ class CommandBridge:
         self.state = state
         self.client = make_script_client(state, client_id)
         self.runner = runner
-        self.sandbox: LuaSandbox | None = None
+        self.sandbox: Any = None  # the engine's LuaSandbox, once made
         self.run: ScriptRun | None = None
 
     # --- host functions (called from Lua; they never raise) ------------------------------
@@ -536,9 +536,10 @@ class CommandBridge:
         try:
             for arg in args:
                 if type(arg) is not bytes:  # numbers to convert, or a bad argument
-                    argv = _argv(args)
-                    if type(argv) is tuple:
-                        return argv
+                    made = _argv(args)
+                    if isinstance(made, tuple):
+                        return made
+                    argv = made
                     break
             else:
                 if not args:
@@ -573,7 +574,7 @@ class CommandBridge:
     def acl_check(self, *args: Any) -> tuple:
         try:
             argv = _argv(args)
-            if type(argv) is tuple:
+            if isinstance(argv, tuple):
                 return (False, argv[1][4:])
             cmd = self.state.registry.lookup(argv[0])
             if cmd is not None and cmd.subcommands and len(argv) >= 2:
@@ -618,9 +619,10 @@ class CommandBridge:
         cmd = state._by_exact_name.get(argv[0])
         if cmd is None or cmd.subcommands or (cmd.arity != len(argv) and (
                 cmd.arity > 0 or len(argv) < -cmd.arity)):
-            cmd = state.lookup_command(argv)
-            if type(cmd) is ReplyError:
-                raise self._refused(self._lookup_error(cmd, argv))
+            found = state.lookup_command(argv)
+            if isinstance(found, ReplyError):
+                raise self._refused(self._lookup_error(found, argv))
+            cmd = found
         flags = cmd.flags
         if "noscript" in flags:
             raise self._refused(NOT_ALLOWED, cmd)
@@ -940,6 +942,7 @@ def _serve_runs(runner: ScriptRunner) -> None:
     back = getcurrent().parent.switch  # to the loop's greenlet, which made this one
     while True:
         run, runner.next_run = runner.next_run, None  # held by nothing once it ends
+        assert run is not None  # the runner sets it before it switches here
         run.perform()
         run.ended = True
         back()

@@ -310,7 +310,7 @@ class LibraryLoader:
         code = body.split(b"\0", 1)[0]  # compiled as a C string
         fn, err = self.sandbox.compile(code, b"@user_function")
         if fn is None:
-            raise LibraryError(b"Error compiling function: " + err)
+            raise LibraryError(b"Error compiling function: " + (err or b""))
         self._begin()
         self.bridge.load_deadline = time.monotonic() + timeout if timeout else 0.0
         try:

@@ -133,8 +133,7 @@ class Encoder:
                 }
             )
         else:
-            table.update(
-                {
+            resp2: dict[type, Callable[[Any], bytes]] = {
                     float: lambda v: _bulk(format_double(v)),
                     bool: lambda v: b":1\r\n" if v else b":0\r\n",
                     dict: self._flat_map,
@@ -143,7 +142,7 @@ class Encoder:
                     Verbatim: _bulk,
                     BigNumber: _bulk,
                 }
-            )
+            table.update(resp2)
         self._table = table
 
     def _null(self, _v: None) -> bytes:
@@ -174,13 +173,14 @@ class Encoder:
     def _array(self, items: Any) -> bytes:
         return self._aggregate(b"*", items)
 
-    def _map(self, d: dict) -> bytes:
+    # Any, not dict: a compiled call to a dict's len/items would skip _PairMap's own
+    def _map(self, d: Any) -> bytes:
         return self._pairs(b"%%%d\r\n" % len(d), d)
 
-    def _flat_map(self, d: dict) -> bytes:
+    def _flat_map(self, d: Any) -> bytes:
         return self._pairs(b"*%d\r\n" % (2 * len(d)), d)
 
-    def _pairs(self, head: bytes, d: dict) -> bytes:
+    def _pairs(self, head: bytes, d: Any) -> bytes:
         enc = self.encode
         parts = [head]
         for k, v in d.items():

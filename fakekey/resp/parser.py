@@ -140,9 +140,10 @@ class RequestParser:
         ProtocolError on malformed input; the parser is unusable afterwards."""
         ready = self.ready
         if ready:
-            argv, size = ready.popleft()
+            first, size = ready.popleft()
             self.ready_bytes -= size
-            return argv
+            return first
+        argv: list[bytes] | None
         idle = self.pos >= len(self.buf) and not self.remaining
         tail = self.tail
         if idle and not tail:
@@ -287,7 +288,7 @@ class RequestParser:
         max_bulk = self.max_bulk if self.authenticated else min(self.max_bulk, UNAUTH_MAX_BULK)
         n = len(buf)
         p = m.end()
-        argv = []
+        argv: list[bytes] = []
         append = argv.append
         for _ in range(count):
             m = _BULK_LINE(buf, p)

@@ -166,8 +166,8 @@ class Node:
         self.body += entry.size
 
     def copy(self) -> Node:
-        twin = Node.__new__(Node)
-        twin.master, twin.fields, twin.body = self.master, self.fields, self.body
+        twin = Node(self.master, self.fields)
+        twin.body = self.body
         twin.live, twin.deleted = self.live, self.deleted
         twin.ids = list(self.ids)
         twin.entries = []
@@ -484,6 +484,7 @@ class StreamValue:
             if maxlen is not None:
                 whole = self.length - node.live >= maxlen
             else:
+                assert minid is not None  # by MINID when not by MAXLEN
                 whole = node.ids[-1] < minid  # the last entry, tombstone or not
             if whole:
                 del self.nodes[0]

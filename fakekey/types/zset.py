@@ -225,9 +225,9 @@ class SortedKeys:
         if start >= stop:
             return []
         if start == 0 and stop >= self._len:
-            removed = list(self)
+            whole: list[Key] = list(self)
             self._lists, self._maxes, self._tree, self._len = [], [], None, 0
-            return removed
+            return whole
         first, first_off = self._locate(start)
         removed: list[Key] = []
         index, offset = first, first_off
@@ -821,9 +821,10 @@ class ZSet:
         if self.skiplist or not isinstance(rng, LexRange):
             start = self._count_below(rng)
         else:
-            start = self.first_in_range(rng)
-            if start is None:
+            first = self.first_in_range(rng)
+            if first is None:
                 return 0
+            start = first
         stop = start
         for key in keys.iter_from(start):
             if not rng.lte_max(key):

@@ -999,7 +999,7 @@ def test_active_expiry_hook_reclaims_fields_and_keys():
     client = Client(state)
     events = []
     state.notify_flags = frozenset("KEh$gx")  # anything non-empty turns notifications on
-    state.notify = lambda db, klass, event, key: events.append((klass, event, key))
+    state.pubsub.notify = lambda db, klass, event, key: events.append((klass, event, key))
     state.clock.freeze(1_000_000_000_000)
     state.tick()
     run(state, client, "HSET", "h", "a", "1", "b", "2")

@@ -331,7 +331,7 @@ def test_shutdown_errors(r2):
 
 def test_shutdown_stops_a_private_server():
     srv = Server().start()
-    thread = srv._thread
+    thread = srv.loop_thread
     assert thread is not None
     with RawClient(srv.host, srv.port) as client, RawClient(srv.host, srv.port) as other:
         assert other.call("PING") == ("+", b"PONG")

@@ -285,7 +285,7 @@ class Harness:
         once the scratch database is emptied."""
         self.counts["inputs"] += 1
         assert not self.errors, self.errors
-        assert self.server._thread is not None and self.server._thread.is_alive()
+        assert self.server.loop_thread is not None and self.server.loop_thread.is_alive()
         assert self.watcher.call("PING") == ("+", b"PONG")
         assert self.watcher.pipeline(("SELECT", SCRATCH), ("FLUSHDB",), ("SELECT", 0))[1] == ("+", b"OK")
         assert self.watcher.call("DEBUG", "DIGEST") == self.baseline

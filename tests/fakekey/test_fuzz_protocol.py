@@ -117,7 +117,7 @@ class Harness:
 
     def check(self) -> None:
         assert not self.errors, self.errors
-        assert self.server._thread is not None and self.server._thread.is_alive()
+        assert self.server.loop_thread is not None and self.server.loop_thread.is_alive()
         assert self.watcher.call("PING") == ("+", b"PONG")
         for key, value in CANARIES.items():
             assert self.watcher.call("GET", key) == value

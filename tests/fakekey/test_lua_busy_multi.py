@@ -6,6 +6,7 @@ with a 50 ms busy-reply-threshold."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 import threading
 import time
@@ -157,21 +158,32 @@ return n
 """
 
 
-def record_threads(server: Server) -> list[str]:
-    """Wrap the server's command runner: the violations of the rule that no command runs
-    off the loop thread while the server is BUSY."""
+@contextlib.contextmanager
+def record_threads(server: Server) -> Iterator[list[str]]:
+    """Wrap every command's handler (the server's classes may be compiled: their methods
+    cannot be replaced): the violations of the rule that no command runs off the loop
+    thread while the server is BUSY."""
     state = server.state
     violations: list[str] = []
-    run_command = state.run_command
-    loop_thread = server._thread.ident
+    loop_thread = server.loop_thread.ident
+    commands = [cmd for top in state.registry.commands.values()
+                for cmd in (top, *top.subcommands.values()) if cmd.handler is not None]
+    originals = [cmd.handler for cmd in commands]
 
-    def watched(client, cmd, argv, *started):
-        if state.busy_script is not None and threading.get_ident() != loop_thread:
-            violations.append(cmd.name)
-        return run_command(client, cmd, argv, *started)
+    def watched(cmd, handler):
+        def run(client, argv):
+            if state.busy_script is not None and threading.get_ident() != loop_thread:
+                violations.append(cmd.name)
+            return handler(client, argv)
+        return run
 
-    state.run_command = watched
-    return violations
+    for cmd, handler in zip(commands, originals):
+        cmd.handler = watched(cmd, handler)
+    try:
+        yield violations
+    finally:
+        for cmd, handler in zip(commands, originals):
+            cmd.handler = handler
 
 
 def hammer(server: Server, stop: threading.Event, errors: list[BaseException], seed: int) -> None:
@@ -213,19 +225,19 @@ def hammer(server: Server, stop: threading.Event, errors: list[BaseException], s
 
 
 def test_busy_script_under_a_storm_of_allowed_commands(server, other):
-    violations = record_threads(server)
     watcher = RawClient(server.host, server.port)
     assert watcher.call("WATCH", "counter") == ("+", b"OK")
-    job = Background(server.host, server.port, ("EVAL", BUSY_WRITER, 0, "1.0"), timeout=30)
-    wait_until_reply(other, BUSY)
-    stop, errors = threading.Event(), []
-    storm = [threading.Thread(target=hammer, args=(server, stop, errors, seed)) for seed in range(6)]
-    for thread in storm:
-        thread.start()
-    replies = job.join(30)
-    stop.set()
-    for thread in storm:
-        thread.join(10)
+    with record_threads(server) as violations:
+        job = Background(server.host, server.port, ("EVAL", BUSY_WRITER, 0, "1.0"), timeout=30)
+        wait_until_reply(other, BUSY)
+        stop, errors = threading.Event(), []
+        storm = [threading.Thread(target=hammer, args=(server, stop, errors, seed)) for seed in range(6)]
+        for thread in storm:
+            thread.start()
+        replies = job.join(30)
+        stop.set()
+        for thread in storm:
+            thread.join(10)
     assert errors == []
     assert violations == []
     (kind, runs), = replies

@@ -128,7 +128,7 @@ def hset(call: Call, key: bytes, h: HashValue | None, *pairs: bytes) -> HashValu
     hash stored. The encoding converts as HSET's would: the pairs too many or an argument
     too long (before), or the hash grown past the entry limit (after)."""
     created = h is None or not h.fields
-    if created:
+    if h is None or created:
         h = HashValue()
     for at in range(0, len(pairs), 2):
         h.set(pairs[at], pairs[at + 1])
@@ -170,7 +170,7 @@ def write_counter(call: Call, key: bytes, h: HashValue | None, field: bytes, val
     the field holds `value` and keeps its TTL."""
     raw = b"%d" % value
     created = h is None or not h.fields
-    if created:
+    if h is None or created:
         h = HashValue()
     h.set(field, raw, True)
     if not h.hashtable:
@@ -257,7 +257,9 @@ def check_appendable(call: Call, s: StreamValue | None, batch: list[tuple[bytes,
             raise ID_EXHAUSTED
         if sum(map(len, pairs)) > LISTPACK_MAX_SIZE:
             raise TOO_LARGE
-        last = (call.now, 0) if call.now > last[0] else next_id(last)
+        following = (call.now, 0) if call.now > last[0] else next_id(last)
+        assert following is not None  # `last` is below MAX_ID here
+        last = following
 
 
 def xadd(call: Call, key: bytes, pairs: tuple[bytes, ...], trim: TrimArgs) -> bytes:

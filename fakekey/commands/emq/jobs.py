@@ -49,7 +49,7 @@ def active_lease(call: Call, fence: int, done: str) -> tuple[HashValue, ZSet, by
     if row.fields.get(b"state") != b"active":
         raise NOT_ACTIVE
     active = host.read_zset(call, active_key)
-    if not host.in_zset(active, job_id):
+    if active is None or not host.in_zset(active, job_id):
         raise NOT_ACTIVE
     if not host.fence_matches(row, fence):
         raise STALE_FENCE
