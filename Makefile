@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
 PORT ?= 6379
 
-.PHONY: serve test test-fakekey test-valkey lint bench venv clean
+.PHONY: serve build test test-fakekey test-valkey lint bench venv clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,24 +18,34 @@ $(STAMP): pyproject.toml | $(VENV)/bin/python
 
 venv: $(STAMP)
 
-serve: $(STAMP)
+# The hot modules compiled with mypyc (fakekey/compiled.py, setup.py), again whenever their
+# source changed since the last build; without a build fakekey runs as pure Python.
+build: $(STAMP)
+	@$(PY) -c 'import runpy, sys; sys.exit(runpy.run_path("fakekey/compiled.py")["build_due"]())' \
+		|| FAKEKEY_BUILD_STRICT=1 $(PY) -m pip install -q --no-build-isolation --no-deps -e .
+
+serve: build
 	$(VENV)/bin/fakekey-server --bind $(HOST) --port $(PORT)
 
 # Every test: unit tests, and the conformance suite against fakekey AND a real valkey-server.
-test: $(STAMP)
-	$(VENV)/bin/ruff check fakekey tests bench
-	$(PY) -m pytest -q tests
+test: lint build
+	$(PY) -m pytest -q -n 2 tests
+	FAKEKEY_PURE=1 FAKEKEY_TARGETS=fakekey $(PY) -m pytest -q -n 2 -m 'not packaging' tests
 
-test-fakekey: $(STAMP)
+test-fakekey: build
 	FAKEKEY_TARGETS=fakekey $(PY) -m pytest -q tests
 
 test-valkey: $(STAMP)
 	FAKEKEY_TARGETS=valkey $(PY) -m pytest -q tests/conformance
 
-lint: $(STAMP)
-	$(VENV)/bin/ruff check fakekey tests bench
+# the compiled modules must type-check: mypyc trusts their annotations
+COMPILED_SOURCES = $(PY) -c 'import runpy; c = runpy.run_path("fakekey/compiled.py"); print(*map(c["source_path"], c["MODULES"]))'
 
-bench: $(STAMP)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check fakekey tests bench setup.py
+	$(PY) -m mypy $$($(COMPILED_SOURCES))
+
+bench: build
 	$(PY) bench/run.py
 
 clean:

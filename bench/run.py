@@ -1281,7 +1281,7 @@ def write_json(path: Path, results: list[Result], meta: dict[str, Any]) -> None:
 
 
 def run_metadata(plan: Plan, endpoints: list[Endpoint]) -> dict[str, Any]:
-    from fakekey import __version__
+    from fakekey import COMPILED, __version__
 
     benchmark = subprocess.run(["redis-benchmark", "--version"], capture_output=True, text=True)
     return {
@@ -1289,6 +1289,8 @@ def run_metadata(plan: Plan, endpoints: list[Endpoint]) -> dict[str, Any]:
         "host": socket.gethostname(),
         "python": platform.python_version(),
         "fakekey_version": __version__,
+        # the started fakekey runs as this process would import it (FAKEKEY_PURE=1: pure)
+        "fakekey_compiled": COMPILED,
         "redis_benchmark": benchmark.stdout.strip(),
         "servers": {e.name: {"host": e.host, "port": e.port, "version": server_version(e)} for e in endpoints},
         "requests": plan.requests,
@@ -1370,7 +1372,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     with contextlib.ExitStack() as stack:
         endpoints = start_endpoints(args, stack)
-        plan.log("servers: " + ", ".join(f"{e.name} {e.host}:{e.port}" for e in endpoints))
+        from fakekey import COMPILED
+
+        plan.log("servers: " + ", ".join(f"{e.name} {e.host}:{e.port}" for e in endpoints)
+                 + f" (fakekey {'compiled' if COMPILED else 'pure Python'})")
         results = run_plan(plan, endpoints)
         meta = run_metadata(plan, endpoints)
     print(report(results, plan))

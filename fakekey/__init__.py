@@ -12,6 +12,11 @@ __version__ = "0.1.0"
 VALKEY_VERSION = "9.1.2"
 REDIS_VERSION = "7.2.4"
 
+from fakekey import compiled as _compiled  # noqa: E402
+
+# True when the hot modules run compiled (mypyc), False when fakekey runs as pure Python
+COMPILED = _compiled.choose()
+
 from fakekey.server import Server  # noqa: E402
 
 # fakeredis-style clients (fakekey.dropin), imported on first use: they need redis or valkey
@@ -27,4 +32,4 @@ def __getattr__(name: str) -> object:
 
 
 # the drop-in names stay out of __all__: `from fakekey import *` must not need redis
-__all__ = ["Server", "__version__", "VALKEY_VERSION", "REDIS_VERSION"]
+__all__ = ["Server", "__version__", "VALKEY_VERSION", "REDIS_VERSION", "COMPILED"]

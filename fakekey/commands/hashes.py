@@ -15,6 +15,7 @@ import random
 from fractions import Fraction
 from typing import Any
 
+import fakekey.types.field_ttls as field_ttls
 from fakekey.client import Client
 from fakekey.commands.args import (
     LLONG_MAX,
@@ -85,7 +86,7 @@ def expire_hash_fields(db: Database, now: int) -> int:
     """Active expiry of hash fields in one database: the hook for the server's cron (and
     for a clock that moved), to run after the keys' own expiry. Returns the number of
     fields deleted."""
-    if not any(h.ttls for h in HashValue.volatile):
+    if not field_ttls.any_left():
         return 0
     key_deadlines = db.expires
     volatile = [  # a key past its own deadline is left to the keys' expiry

@@ -317,7 +317,7 @@ def _decode_hash(r: Reader) -> HashValue:
             h.ttls[field] = ttl
     h._next = len(h.fields) + 1
     if h.ttls:
-        HashValue.volatile.add(h)
+        h.mark_volatile()
     return h
 
 

@@ -24,9 +24,10 @@ returns every field present throughout it, whatever changes meanwhile.
 from __future__ import annotations
 
 import random
-import weakref
 from bisect import bisect_left
-from typing import Any, ClassVar
+from typing import Any
+
+from fakekey.types.field_ttls import Standin, standin
 
 LISTPACK = b"listpack"
 HASHTABLE = b"hashtable"
@@ -36,10 +37,7 @@ class HashValue:
     """A hash of byte-string fields to byte-string values."""
 
     TYPE_NAME = "hash"
-    __slots__ = ("fields", "ttls", "hashtable", "_seq", "_next", "_scan_index", "__weakref__")
-    # Every hash that has (or had) a field TTL, so active expiry can skip the keyspace
-    # scan when there is none.
-    volatile: ClassVar[weakref.WeakSet[HashValue]] = weakref.WeakSet()
+    __slots__ = ("fields", "ttls", "hashtable", "_seq", "_next", "_scan_index", "_standin")
 
     def __init__(self) -> None:
         self.fields: dict[bytes, bytes] = {}  # field -> value, in iteration order
@@ -48,6 +46,7 @@ class HashValue:
         self._seq: dict[bytes, int] = {}  # field -> sequence number (cursor position)
         self._next = 1  # cursor 0 means "start", so sequence numbers start at 1
         self._scan_index: tuple[list[int], list[bytes]] | None = None
+        self._standin: Standin | None = None  # counts it among the hashes with field TTLs
 
     # --- reading ---------------------------------------------------------------------
 
@@ -77,7 +76,7 @@ class HashValue:
         twin._seq = dict(self._seq)
         twin._next = self._next
         if twin.ttls:
-            HashValue.volatile.add(twin)
+            twin.mark_volatile()
         return twin
 
     def random_fields(self, count: int) -> list[bytes]:
@@ -125,7 +124,12 @@ class HashValue:
         """Give an existing field a deadline; a hash with TTLs is a hashtable."""
         self.ttls[field] = deadline
         self.hashtable = True
-        HashValue.volatile.add(self)
+        self.mark_volatile()
+
+    def mark_volatile(self) -> None:
+        """It has field TTLs: the cron's field expiry must look at the keyspace."""
+        if self._standin is None or self._standin.ttls is not self.ttls:
+            self._standin = standin(self.ttls)
 
     def persist(self, field: bytes) -> bool:
         """Drop a field's TTL; False if it had none."""
@@ -162,7 +166,7 @@ class HashValue:
     def settle_encoding(self, max_entries: int, max_value: int) -> None:
         """For a hash built whole (RESTORE, loading): the encoding its content needs."""
         if self.ttls:
-            HashValue.volatile.add(self)
+            self.mark_volatile()
         if self.ttls or len(self.fields) > max_entries or any(
             len(f) > max_value or len(v) > max_value for f, v in self.fields.items()
         ):
