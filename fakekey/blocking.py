@@ -227,7 +227,7 @@ class Blocking:
         client.send(reply)
         connection = client.connection
         if connection is not None:
-            asyncio.get_running_loop().call_soon(connection.resume)
+            self.state.running_loop().call_soon(connection.resume)
 
     # --- ending a wait otherwise -------------------------------------------------------
 

@@ -41,6 +41,7 @@ MODULES = (
     "fakekey.commands.zsets",
     "fakekey.types.zset",
     "fakekey.types.stream",
+    "fakekey.commands.streams",
     "fakekey.commands.scripting",
     "fakekey.lua_shim.bridge",
     "fakekey.lua_shim.functions",  # its classes subclass bridge's

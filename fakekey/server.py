@@ -305,9 +305,8 @@ class Connection(asyncio.Protocol):
 
     def _schedule_uncork(self) -> None:
         queue = self.state.uncork_queue
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no running loop here (a server driven by hand, in tests)
+        loop = self.state.running_loop()
+        if loop is None:  # no running loop here (a server driven by hand, in tests)
             self.loop.call_soon_threadsafe(self.uncork)
             return
         if not queue:
@@ -618,6 +617,7 @@ class Server:
         """Start serving in the running event loop."""
         self._loop = asyncio.get_running_loop()
         state = self.state
+        state.loop, state.loop_ident = self._loop, threading.get_ident()
         config = state.config
         # as Valkey at start-up: maxclients fits the descriptor limit (may log, lower it)
         config.values["maxclients"] = adjust_open_files_limit(config["maxclients"])

@@ -5,7 +5,9 @@ scripts."""
 from __future__ import annotations
 
 import os
+import threading
 import time
+from asyncio import _get_running_loop
 from collections import Counter
 from time import time_ns
 from typing import TYPE_CHECKING, Any
@@ -104,6 +106,9 @@ class ServerState:
         self.busy_script: Any = None
         # connections with output to send at the end of this loop iteration (server.py)
         self.uncork_queue: list[Any] = []
+        # the event loop serving this state, and its thread (set by Server): see running_loop
+        self.loop: Any = None
+        self.loop_ident = 0
         self.current_client: Client | None = None  # whose command is running now
         self.memory_peak = 0  # INFO memory's used_memory_peak (commands/server_cmds.py)
         self.migrate_links: dict[bytes, Any] = {}  # MIGRATE's cached connections (commands/dump.py)
@@ -127,6 +132,17 @@ class ServerState:
         self.tracking_table = Tracking(self)
         self.tracking: Tracking | None = None
         self.paused: Pause | None = None  # CLIENT PAUSE in effect (fakekey/pause.py)
+
+    def running_loop(self) -> Any:
+        """The event loop this thread is running, or None: asyncio.get_running_loop()'s
+        answer without its cost (it asks the kernel for the process id, a system call,
+        on every call: once per request here)."""
+        loop = self.loop
+        if loop is None:  # a state driven without a Server
+            return _get_running_loop()
+        if threading.get_ident() == self.loop_ident and loop.is_running():
+            return loop
+        return None
 
     # --- clients ------------------------------------------------------------------------
 

@@ -140,15 +140,22 @@ def parse_range(start_raw: bytes, end_raw: bytes) -> tuple[StreamID, StreamID]:
     """XRANGE/XPENDING bounds: incomplete ids fill seq with 0 (start) or max (end)."""
     start, exclusive = parse_interval(start_raw, 0)
     if exclusive:
-        start = next_id(start)
-        if start is None:
-            raise BAD_START
+        start = successor_or(start, BAD_START)
     end, exclusive = parse_interval(end_raw, U64_MAX)
     if exclusive:
-        end = previous_id(end)
-        if end is None:
+        before = previous_id(end)
+        if before is None:
             raise BAD_END
+        end = before
     return start, end
+
+
+def successor_or(sid: StreamID, error: ReplyError) -> StreamID:
+    """The id after `sid` (an exclusive start), or `error` past the last one."""
+    following = next_id(sid)
+    if following is None:
+        raise error
+    return following
 
 
 # --- shared helpers --------------------------------------------------------------------------
@@ -342,7 +349,7 @@ def xadd(c: Client, argv: list[bytes]) -> Any:
     db = c.db
     s = lookup_stream(c, key)
     created = s is None
-    if created:
+    if s is None:
         if args.nomkstream:
             return None
         s = StreamValue()
@@ -582,9 +589,10 @@ def read_command(c: Client, argv: list[bytes], group_mode: bool) -> Any:
         s = lookup_stream(c, key)
         group = None
         if group_mode:
-            group = s.groups.get(args.group) if s is not None else None
+            name = args.group or b""
+            group = s.groups.get(name) if s is not None else None
             if group is None:
-                raise nogroup(key, args.group, b" in XREADGROUP with GROUP option")
+                raise nogroup(key, name, b" in XREADGROUP with GROUP option")
         groups.append(group)
         ids.append(resolve_read_id(s, raw, group_mode))
     served = [
@@ -728,6 +736,12 @@ XGROUP_HELP = [
 ]
 
 
+def owner_name(nack: Nack) -> bytes:
+    """The name of the consumer an entry was delivered to (every entry of a PEL has one)."""
+    assert nack.consumer is not None
+    return nack.consumer.name
+
+
 class GroupContext:
     """What every XGROUP subcommand but HELP resolves first."""
 
@@ -739,6 +753,12 @@ class GroupContext:
         self.group = group
         self.mkstream = mkstream
         self.entries_read = entries_read
+
+    def existing(self) -> tuple[StreamValue, Group]:
+        """The stream and the group, for a subcommand that `xgroup_context` refused
+        unless both exist."""
+        assert self.stream is not None and self.group is not None
+        return self.stream, self.group
 
 
 def xgroup_context(c: Client, argv: list[bytes], sub: str) -> GroupContext:
@@ -796,21 +816,21 @@ def xgroup_create(c: Client, argv: list[bytes]) -> Any:
 @command("xgroup|createconsumer", 5, "write denyoom", keys=keys_range(2, flags="RW insert"),
          acl=ACL, since="6.2.0", summary="Creates a consumer in a consumer group.")
 def xgroup_createconsumer(c: Client, argv: list[bytes]) -> Any:
-    ctx = xgroup_context(c, argv, "createconsumer")
-    if argv[4] in ctx.group.consumers:
+    _, group = xgroup_context(c, argv, "createconsumer").existing()
+    if argv[4] in group.consumers:
         return 0
-    get_consumer(c, argv[2], ctx.group, argv[4])
+    get_consumer(c, argv[2], group, argv[4])
     return 1
 
 
 @command("xgroup|delconsumer", 5, "write", keys=keys_range(2, flags="RW delete"), acl=ACL,
          since="5.0.0", summary="Deletes a consumer and its pending entries from a group.")
 def xgroup_delconsumer(c: Client, argv: list[bytes]) -> Any:
-    ctx = xgroup_context(c, argv, "delconsumer")
-    consumer = ctx.group.consumers.get(argv[4])
+    _, group = xgroup_context(c, argv, "delconsumer").existing()
+    consumer = group.consumers.get(argv[4])
     if consumer is None:
         return 0
-    pending = ctx.group.delete_consumer(consumer)
+    pending = group.delete_consumer(consumer)
     notify(c, argv[2], "xgroup-delconsumer")
     return pending
 
@@ -823,7 +843,8 @@ def xgroup_destroy(c: Client, argv: list[bytes]) -> Any:
     ctx = xgroup_context(c, argv, "destroy")
     if ctx.group is None:
         return 0
-    del ctx.stream.groups[argv[3]]
+    stream, _ = ctx.existing()
+    del stream.groups[argv[3]]
     notify(c, argv[2], "xgroup-destroy")
     if argv[2] in c.db.waiting:  # blocked XREADGROUPs of that group answer NOGROUP
         c.state.blocking.signal(c.db, argv[2])
@@ -842,9 +863,9 @@ def xgroup_setid(c: Client, argv: list[bytes]) -> Any:
     ctx = xgroup_context(c, argv, "setid")
     if len(argv) not in (5, 7):
         raise subcommand_syntax(argv)
-    sid = ctx.stream.last_id if argv[4] == b"$" else parse_id(argv[4])
-    ctx.group.last_id = sid
-    ctx.group.entries_read = ctx.entries_read
+    stream, group = ctx.existing()
+    group.last_id = stream.last_id if argv[4] == b"$" else parse_id(argv[4])
+    group.entries_read = ctx.entries_read
     notify(c, argv[2], "xgroup-setid")
     return OK
 
@@ -912,7 +933,7 @@ def lookup_group(c: Client, key: bytes, name: bytes) -> tuple[StreamValue, Group
     """The stream and its group, or NOGROUP naming both."""
     s = lookup_stream(c, key)
     group = s.groups.get(name) if s is not None else None
-    if group is None:
+    if s is None or group is None:
         raise nogroup(key, name)
     return s, group
 
@@ -971,7 +992,7 @@ def pending_entries(c: Client, group: Group, start: StreamID, end: StreamID, cou
         if min_idle and idle < min_idle:
             continue
         count -= 1
-        out.append([format_id(sid), nack.consumer.name, max(idle, 0), nack.delivery_count])
+        out.append([format_id(sid), owner_name(nack), max(idle, 0), nack.delivery_count])
     return out
 
 
@@ -1079,9 +1100,7 @@ def xautoclaim(c: Client, argv: list[bytes]) -> Any:
     min_idle = max(parse_int(argv[4], ReplyError("ERR Invalid min-idle-time argument for XAUTOCLAIM")), 0)
     start, exclusive = parse_interval(argv[5], 0)
     if exclusive:
-        start = next_id(start)
-        if start is None:
-            raise BAD_START
+        start = successor_or(start, BAD_START)
     count, justid = parse_autoclaim_options(argv)
     key = argv[1]
     s, group = lookup_group(c, key, argv[2])
@@ -1263,7 +1282,7 @@ def group_full(s: StreamValue, name: bytes, group: Group, limit: int | None) -> 
         b"lag": s.lag(group),
         b"pel-count": len(group.pel),
         b"pending": [
-            [format_id(sid), nack.consumer.name, nack.delivery_time, nack.delivery_count]
+            [format_id(sid), owner_name(nack), nack.delivery_time, nack.delivery_count]
             for sid, nack in islice(group.pel.items(), limit)
         ],
         b"consumers": [

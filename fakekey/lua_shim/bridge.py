@@ -23,7 +23,6 @@ import asyncio
 import logging
 import math
 import time
-from asyncio import _get_running_loop  # None outside a running loop, without raising
 from collections.abc import Callable
 from time import monotonic as _monotonic
 from typing import TYPE_CHECKING, Any
@@ -833,7 +832,7 @@ class ScriptRunner:
         run.blocking_before = state.deny_blocking
         state.deny_blocking = True  # restored by deliver()
         threshold = state.config.values["busy-reply-threshold"]
-        loop = _get_running_loop() if threshold > 0 else None
+        loop = state.running_loop() if threshold > 0 else None
         if loop is None:  # no BUSY mode, or no event loop to be BUSY on: to the end
             run.perform()
             return self.deliver(run)
