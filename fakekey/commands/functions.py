@@ -13,7 +13,7 @@ from fakekey.client import Client
 from fakekey.commands.args import try_int
 from fakekey.commands.registry import KeySpec, command, container
 from fakekey.glob import glob_match
-from fakekey.lua_shim.bridge import SMALL_COUNTS, busy_error, kill_running_script
+from fakekey.lua_shim.bridge import BUSY_EVAL, SMALL_COUNTS, kill_running_script
 from fakekey.lua_shim.functions import (
     ENGINE_NAME,
     FLAG_ORDER,
@@ -250,7 +250,7 @@ def function_restore(c: Client, argv: list[bytes]) -> Any:
 def function_stats(c: Client, argv: list[bytes]) -> Any:
     run = c.state.busy_script
     if run is not None and not run.as_function:
-        raise busy_error(c.state)
+        raise BUSY_EVAL  # an EVAL keeps the server busy
     engine = c.state.functions
     libraries = engine.current if engine is not None else None
     counts = {
