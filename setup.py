@@ -28,11 +28,11 @@ def extensions() -> list:
         return []
     paths = [str(Path(compiled["source_path"](m)).relative_to(ROOT)) for m in compiled["MODULES"]]
     try:
-        # one extension per module: compiled in parallel, and again only where changed
+        # one extension per module, so that they compile in parallel (OptionalBuildExt)
         return mypycify(paths, opt_level="3", debug_level="0", separate=True)
-    except BaseException as err:
+    except BaseException as err:  # noqa: BLE001 - a type error is a SystemExit: still installable
         if STRICT:
-            raise  # noqa: BLE001 - a type error (SystemExit): still installable
+            raise
         print(f"fakekey: mypyc refused the modules ({err!r}); building pure Python", file=sys.stderr)
         return []
 
