@@ -479,11 +479,13 @@ def hexpire_generic(c: Client, argv: list[bytes], name: str, unit: int, relative
     key = argv[1]
     h = lookup_hash(c, key)
     results = [apply_expiry(h, field, when, flags, now) for field in fields]
+    if h is None:  # no key: every field answers NO_FIELD, nothing is written
+        return results
     if DELETED_NOW in results:
         count_expired_fields(c.state, results.count(DELETED_NOW))
-        store(c, key, h, False, "hexpired")  # type: ignore[arg-type]
+        store(c, key, h, False, "hexpired")
     elif SET_OK in results:
-        store(c, key, h, False, "hexpire")  # type: ignore[arg-type]
+        store(c, key, h, False, "hexpire")
     return results
 
 

@@ -128,7 +128,7 @@ class HashValue:
 
     def mark_volatile(self) -> None:
         """It has field TTLs: the cron's field expiry must look at the keyspace."""
-        if self._standin is None or self._standin.ttls is not self.ttls:
+        if self._standin is None:  # it shares `ttls`, which a hash keeps for life
             self._standin = standin(self.ttls)
 
     def persist(self, field: bytes) -> bool:
