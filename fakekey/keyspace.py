@@ -12,7 +12,7 @@ emit the keyspace notification. Handlers call the funnel; they never do these th
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import fakekey.lfu as lfu
 from fakekey.errors import WRONGTYPE
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from fakekey.client import Client
     from fakekey.server import ServerState
 
-STRING_TYPES = (bytes, bytearray)
+STRING_TYPES: Final = (bytes, bytearray)
 
 
 def type_name(value: Any) -> str:

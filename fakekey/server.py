@@ -11,7 +11,7 @@ import logging
 import socket
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Final
 
 from fakekey.client import Client
 from fakekey.commandlog import LARGE_REPLY, LARGE_REQUEST
@@ -22,6 +22,9 @@ from fakekey.persistence import Persistence
 from fakekey.resp.parser import ProtocolError
 from fakekey.resp.replies import NO_REPLY, QUEUED, ReplyError
 from fakekey.state import UNREAD_OUTPUT_PAUSE, ServerState
+
+# held as a constant: compiled code compares a reply with it without a dict lookup
+_NO_REPLY: Final = NO_REPLY
 
 new_event_loop: Callable[[], asyncio.AbstractEventLoop]
 try:  # uvloop where installed
@@ -182,7 +185,7 @@ class Connection(asyncio.Protocol):
                     pending += len(reply)
                     if len(reply) > state.large_reply_at:
                         self._log_large_reply(client, argv, len(out[-1]))
-                elif reply is not NO_REPLY:
+                elif reply is not _NO_REPLY:
                     out.append(data := client.encoder.encode(reply))
                     pending += len(data)
                     if len(data) > state.large_reply_at:
@@ -192,7 +195,7 @@ class Connection(asyncio.Protocol):
                     out = self._flush_batch(out)
                     if not self.check_output() or _is_blocked(client):
                         break  # dropped, or paused until it reads
-            elif reply is not NO_REPLY and client.reply_mode == "skip":
+            elif reply is not _NO_REPLY and client.reply_mode == "skip":
                 client.reply_mode = "on"
             if client.deferred_pushes:
                 self.flush_deferred_pushes(client)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from fakekey.client import Client
 from fakekey.commands.args import (
@@ -176,8 +175,13 @@ def clamp_rank_range(start: int, end: int, size: int) -> tuple[int, int] | None:
 
 # --- ZADD / ZINCRBY ------------------------------------------------------------------------
 
-NX, XX, GT, LT, INCR, CH = 1, 2, 4, 8, 16, 32
-_ZADD_OPTIONS = {b"NX": NX, b"XX": XX, b"GT": GT, b"LT": LT, b"INCR": INCR, b"CH": CH}
+NX: Final = 1
+XX: Final = 2
+GT: Final = 4
+LT: Final = 8
+INCR: Final = 16
+CH: Final = 32
+_ZADD_OPTIONS: Final = {b"NX": NX, b"XX": XX, b"GT": GT, b"LT": LT, b"INCR": INCR, b"CH": CH}
 
 
 def zadd_options(argv: list[bytes], flags: int) -> tuple[int, int]:
@@ -492,22 +496,30 @@ def zlexcount(c: Client, argv: list[bytes]) -> Any:
 # --- ZRANGE and its older forms -------------------------------------------------------------
 
 
-@dataclass(slots=True)
 class RangeRequest:
-    """A parsed ZRANGE-style request (zrangeGenericCommand's options)."""
+    """A parsed ZRANGE-style request (zrangeGenericCommand's options). A plain class, as
+    every per-command record here: compiled, a dataclass's __init__ costs ten times more."""
 
-    kind: str  # "rank" | "score" | "lex"
-    reverse: bool
-    withscores: bool
-    offset: int
-    limit: int  # -1: no LIMIT given
-    start: int = 0
-    end: int = 0
-    rng: Range | None = None
+    __slots__ = ("kind", "reverse", "withscores", "offset", "limit", "start", "end", "rng")
+
+    def __init__(self, kind: str, reverse: bool, withscores: bool, offset: int, limit: int,
+                 start: int = 0, end: int = 0, rng: Range | None = None) -> None:
+        self.kind = kind  # "rank" | "score" | "lex"
+        self.reverse = reverse
+        self.withscores = withscores
+        self.offset = offset
+        self.limit = limit  # -1: no LIMIT given
+        self.start = start
+        self.end = end
+        self.rng = rng
 
 
-_RANGE_WITHSCORES, _RANGE_LIMIT, _RANGE_REV, _RANGE_BYLEX, _RANGE_BYSCORE = range(5)
-_RANGE_OPTIONS = {b"WITHSCORES": _RANGE_WITHSCORES, b"LIMIT": _RANGE_LIMIT, b"REV": _RANGE_REV,
+_RANGE_WITHSCORES: Final = 0
+_RANGE_LIMIT: Final = 1
+_RANGE_REV: Final = 2
+_RANGE_BYLEX: Final = 3
+_RANGE_BYSCORE: Final = 4
+_RANGE_OPTIONS: Final = {b"WITHSCORES": _RANGE_WITHSCORES, b"LIMIT": _RANGE_LIMIT, b"REV": _RANGE_REV,
                   b"BYLEX": _RANGE_BYLEX, b"BYSCORE": _RANGE_BYSCORE}
 
 
@@ -673,11 +685,13 @@ def pop_first_nonempty(
     return None
 
 
-@dataclass(frozen=True)
 class MpopArgs:
-    keys: list[bytes]
-    from_max: bool
-    count: int
+    __slots__ = ("keys", "from_max", "count")
+
+    def __init__(self, keys: list[bytes], from_max: bool, count: int) -> None:
+        self.keys = keys
+        self.from_max = from_max
+        self.count = count
 
 
 def parse_mpop(argv: list[bytes], numkeys_at: int) -> MpopArgs:
@@ -806,12 +820,14 @@ def random_members(zs: ZSet, count: int) -> list[Pair]:
 # --- ZUNION / ZINTER / ZDIFF ---------------------------------------------------------------
 
 
-@dataclass
 class Source:
     """One input of a set operation: a zset, a plain set (every score 1), or nothing."""
 
-    value: Any
-    weight: float = 1.0
+    __slots__ = ("value", "weight")
+
+    def __init__(self, value: Any, weight: float = 1.0) -> None:
+        self.value = value
+        self.weight = weight
 
     def __len__(self) -> int:
         return len(self.value) if self.value is not None else 0
@@ -851,14 +867,16 @@ def aggregate(target: float, value: float, how: bytes) -> float:
     return value if value > target else target
 
 
-@dataclass
 class SetOp:
     """A parsed ZUNION/ZINTER/ZDIFF(STORE)/ZINTERCARD request."""
 
-    sources: list[Source]
-    how: bytes = SUM
-    withscores: bool = False
-    limit: int = 0
+    __slots__ = ("sources", "how", "withscores", "limit")
+
+    def __init__(self, sources: list[Source]) -> None:
+        self.sources = sources
+        self.how = SUM
+        self.withscores = False
+        self.limit = 0
 
 
 def parse_setop(c: Client, argv: list[bytes], numkeys_at: int, op: str, name: str,

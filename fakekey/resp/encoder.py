@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from fakekey.resp.replies import (
     NULL_ARRAY,
@@ -24,13 +24,13 @@ from fakekey.resp.replies import (
     _NullArray,
 )
 
-CRLF = b"\r\n"
-_SMALL_INTS = {i: b":%d\r\n" % i for i in range(-1, 1024)}
+CRLF: Final = b"\r\n"
+_SMALL_INTS: Final = {i: b":%d\r\n" % i for i in range(-1, 1024)}
 
 
 # Valkey's d2string prints an integral double with |d| <= LLONG_MAX/2 (2**62 as a double)
 # as an integer; anything else goes through fpconv_dtoa.
-_LL_HALF = 4611686018427387904.0
+_LL_HALF: Final = 4611686018427387904.0
 
 
 def format_double(value: float) -> bytes:

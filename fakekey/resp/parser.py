@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from typing import Any
+from typing import Any, Final
 
 try:  # the C reader: a fast path for well-formed requests, checked before use
     from hiredis import ProtocolError as ReaderError
@@ -26,12 +26,15 @@ except ImportError:  # pragma: no cover - the pure-Python path is complete on it
     Reader = None  # type: ignore[assignment,misc]
     ReaderError = Exception  # type: ignore[assignment,misc]
 
-INLINE_MAX = 64 * 1024  # PROTO_INLINE_MAX_SIZE: longest line without its terminator
-INT_MAX = 2**31 - 1
-UNAUTH_MAX_ARGS = 10
-UNAUTH_MAX_BULK = 16384
+INLINE_MAX: Final = 64 * 1024  # PROTO_INLINE_MAX_SIZE: longest line without its terminator
+INT_MAX: Final = 2**31 - 1
+UNAUTH_MAX_ARGS: Final = 10
+UNAUTH_MAX_BULK: Final = 16384
 
-_CR, _LF, _STAR, _DOLLAR = 13, 10, 42, 36
+_CR: Final = 13
+_LF: Final = 10
+_STAR: Final = 42
+_DOLLAR: Final = 36
 # The fast path's header lines: a positive count (at most 10 digits) / a bulk length (at
 # most 19 digits), each without sign or leading zero, then CRLF. Anything else goes to the
 # incremental path, which answers Valkey's errors.
@@ -40,11 +43,11 @@ _CR, _LF, _STAR, _DOLLAR = 13, 10, 42, 36
 # that looks like it) never goes to the C reader.
 # The search runs with every aggregate type byte turned into `*`: a literal first byte is
 # found by a fast scan, where a character class is tried at every position.
-_AS_STAR = bytes.maketrans(b"%~>|", b"****")
-_BIG_STAR = re.compile(rb"\*[0-9]{6}").search
+_AS_STAR: Final = bytes.maketrans(b"%~>|", b"****")
+_BIG_STAR: Final = re.compile(rb"\*[0-9]{6}").search
 
-_COUNT_LINE = re.compile(rb"\*([1-9][0-9]{0,9})\r\n").match
-_BULK_LINE = re.compile(rb"\$(0|[1-9][0-9]{0,18})\r\n").match
+_COUNT_LINE: Final = re.compile(rb"\*([1-9][0-9]{0,9})\r\n").match
+_BULK_LINE: Final = re.compile(rb"\$(0|[1-9][0-9]{0,18})\r\n").match
 
 
 class ProtocolError(Exception):

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_left
-from dataclasses import dataclass
 from typing import Any
 
 from fakekey.numbers import try_int
@@ -32,13 +31,16 @@ _INTSET_HARD_LIMIT = 1 << 30  # Valkey caps intsets at 1G entries whatever the c
 _MIN_DEAD_BEFORE_COMPACT = 16
 
 
-@dataclass(frozen=True, slots=True)
 class SetLimits:
-    """The encoding thresholds of `state.config`, read once per command."""
+    """The encoding thresholds of `state.config`, read once per command (a plain class:
+    see ZLimits)."""
 
-    intset_entries: int
-    listpack_entries: int
-    listpack_value: int
+    __slots__ = ("intset_entries", "listpack_entries", "listpack_value")
+
+    def __init__(self, intset_entries: int, listpack_entries: int, listpack_value: int) -> None:
+        self.intset_entries = intset_entries
+        self.listpack_entries = listpack_entries
+        self.listpack_value = listpack_value
 
     @classmethod
     def of(cls, state: Any) -> SetLimits:

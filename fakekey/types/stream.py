@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
+from typing import Final
 
 from fakekey.numbers import try_int
 
@@ -35,10 +36,10 @@ StreamID = tuple[int, int]
 Pairs = tuple[bytes, ...]  # field, value, field, value, ...
 
 U64_MAX = 2**64 - 1
-MIN_ID: StreamID = (0, 0)
-MAX_ID: StreamID = (U64_MAX, U64_MAX)
+MIN_ID: Final[StreamID] = (0, 0)
+MAX_ID: Final[StreamID] = (U64_MAX, U64_MAX)
 INVALID_ENTRIES_READ = -1
-LISTPACK_MAX_SIZE = 1 << 30  # Valkey caps a node's listpack at 1 GiB whatever the config
+LISTPACK_MAX_SIZE: Final = 1 << 30  # Valkey caps a node's listpack at 1 GiB whatever the config
 _LISTPACK_OVERHEAD = 7  # header (total bytes, element count) and the end byte
 
 

@@ -28,7 +28,6 @@ import math
 import random
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 Key = tuple[float, bytes]
@@ -505,12 +504,15 @@ Range = ScoreRange | LexRange
 # --- the value -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class ZLimits:
-    """The listpack thresholds of `state.config`, read once per command."""
+    """The listpack thresholds of `state.config`, read once per command. A plain class,
+    not a dataclass: compiled, a dataclass's generated __init__ costs ten times more."""
 
-    entries: int
-    value: int
+    __slots__ = ("entries", "value")
+
+    def __init__(self, entries: int, value: int) -> None:
+        self.entries = entries
+        self.value = value
 
     @classmethod
     def of(cls, state: Any) -> ZLimits:
