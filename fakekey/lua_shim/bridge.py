@@ -24,8 +24,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from time import monotonic as _monotonic
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from greenlet import GreenletExit, getcurrent, greenlet
 
@@ -53,7 +52,7 @@ log = logging.getLogger("fakekey.lua")
 
 LLONG_MIN = -(2**63)
 # Valkey's double2ll: an integral double within +-LLONG_MAX/2 prints as an integer.
-_LL_HALF = 2**62
+_LL_HALF: Final = 2**62
 
 UNKNOWN_COMMAND = b"ERR Unknown command called from script"
 WRONG_ARITY = b"ERR Wrong number of args calling command from script"
@@ -78,14 +77,16 @@ KILLED_FUNCTION = b"ERR Script killed by user with FUNCTION KILL."
 # Commands a read-only script may not run, and that make a run's effects visible (it
 # cannot be run again): writes, and the ones Valkey flags may-replicate (a flag COMMAND
 # INFO does not show, so not in the registry).
-_MAY_REPLICATE = frozenset({"publish", "spublish", "pfcount"})
+_MAY_REPLICATE: Final = frozenset({"publish", "spublish", "pfcount"})
+# held as a constant: compiled code calls it without a dict lookup
+_monotonic: Final = time.monotonic
 
 
 # --- numbers ------------------------------------------------------------------------------
 
 
 # numkeys as clients send it: the small counts, without the parser (what it answers for them)
-SMALL_COUNTS = {b"%d" % i: i for i in range(100)}
+SMALL_COUNTS: Final = {b"%d" % i: i for i in range(100)}
 
 
 def lua_number_to_int(value: int | float) -> int:
@@ -130,12 +131,12 @@ def _argv(args: tuple) -> list[bytes] | tuple:
 
 # --- replies -> Lua -------------------------------------------------------------------------
 # A reply crosses to Lua as (tag, ...): 0 a scalar, 1 a status, 2 an error (message,
-# counted), 3 a flat token list, 4 a token table, 5 stop the script (the kill message).
-# Tokens: a string or number stands for
-# itself; `False` escapes a code: 1 false, 2 nil, 3 true, 5 status, 6 error, 7 array,
+# counted), 3 a flat token list, 4 a token table, 5 stop the script (the kill message),
+# 6 an array of strings and integers (its values; the commonest aggregate, no tokens).
+# Tokens: a string or number stands for itself; `False` escapes a code: 1 false, 2 nil, 3 true, 5 status, 6 error, 7 array,
 # 8 map, 9 set, 10 double, 11 big number, 12 verbatim (see the bootstrap's `decode`).
 
-_MAX_TUPLE = 7000
+_MAX_TUPLE: Final = 7000
 
 
 def lua_error_text(message: bytes) -> bytes:
@@ -167,6 +168,13 @@ def reply_to_lua(reply: Any, resp3: bool) -> tuple:
         return (0, format_double(reply))
     if kind is Raw:
         return reply_to_lua(parse_raw(bytes(reply)), resp3)
+    if kind is list and len(reply) <= _MAX_TUPLE:
+        for item in reply:
+            item_kind = type(item)
+            if item_kind is not bytes and item_kind is not int:
+                break
+        else:  # strings and integers only: Lua makes the table of them (tag 6)
+            return (6, *reply)
     tokens: list[Any] = []
     _tokens(reply, resp3, tokens)
     if len(tokens) == 1:
@@ -745,10 +753,14 @@ class ScriptRun:
             else:
                 outcome = bridge.sandbox.run(self.fn, values[:numkeys], values[numkeys:],
                                              as_function=self.as_function)
-            if outcome[0] == 0:  # a scalar: the commonest result
+            tag = outcome[0]
+            if tag == 0:  # a scalar: the commonest result
                 value = outcome[2]
                 kind = type(value)
                 self.reply = value if kind is bytes or kind is int else scalar_to_reply(value, outcome[1])
+            elif tag == 5:  # a plain array of strings and numbers
+                self.reply = [value if type(value) is bytes else lua_number_to_int(value)
+                              for value in outcome[2:]]
             else:
                 self.reply, self.counted_errors = outcome_to_reply(outcome, self.caller.protocol, self.funcname)
         except Exception as err:  # noqa: BLE001 - the caller always gets an answer

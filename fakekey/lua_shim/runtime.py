@@ -463,6 +463,10 @@ local stop_now  -- the kill machinery's, below: stops the script as SCRIPT KILL 
 
 local function finish(raise_it, tag, a, ...)
   if tag == 0 then return a end
+  if tag == 6 then  -- an array of strings and numbers: the values themselves
+    if a == nil then return {} end
+    return {a, ...}
+  end
   if tag == 5 then stop_now(a) end
   if tag == 1 then local t = {}; t.ok = a; return t end
   if tag == 2 then
@@ -807,6 +811,27 @@ local function error_info(e)
   return 2, script_resp, msg, source, line, rawget(r, 'ignore_error_stats_update') == true
 end
 
+-- The length of a table that is a plain array of strings and numbers (nothing else in
+-- it, so none of the reply fields either), or nil: such a result crosses to Python as
+-- its values (the commonest table a script returns), without encode's tokens.
+local function flat_count(r)
+  local n = 0
+  while true do
+    local v = rawget(r, n + 1)
+    if v == nil then break end
+    local tv = type(v)
+    if tv ~= 'string' and tv ~= 'number' then return nil end
+    n = n + 1
+    if n > max_values then return nil end
+  end
+  if n == 0 then
+    if next(r) ~= nil then return nil end
+  elseif next(r, n) ~= nil then
+    return nil
+  end
+  return n
+end
+
 -- FCALL's function, called through xpcall without a closure per call (no run nests
 -- in another: FCALL is not allowed from scripts)
 local f_fn, f_keys, f_args
@@ -815,6 +840,7 @@ local function call_function() return f_fn(f_keys, f_args) end
 -- run(fn, as_function, nkeys, keys..., args...): the script's outcome for Python:
 --   0, resp, value        a scalar result
 --   1, resp, tokens...    a table result (or 4, resp, token table when very long)
+--   5, resp, values...    a table result that is a plain array of strings and numbers
 --   2, resp, msg, source, line, ignore_stats   an error
 --   3, resp, text         an error that is not a table (error in error handling)
 -- `values` holds the keys and then the args (n in all); it becomes the keys table.
@@ -845,6 +871,8 @@ local function execute(fn, as_function, nkeys, values, n)
     if t == 'function' or t == 'userdata' or t == 'thread' then res = nil end
     return 0, script_resp, res
   end
+  local flat = flat_count(real_of[res] or res)
+  if flat then return 5, script_resp, unpack(real_of[res] or res, 1, flat) end
   local out = {}
   local count = encode(res, out, 0, 2)  -- Valkey's stack holds 2 slots below the result
   if count > max_values then return 4, script_resp, out end
