@@ -48,6 +48,7 @@ from fakekey.types.stream import (
     StreamValue,
     format_id,
     next_id,
+    pairs_bytes,
     previous_id,
 )
 
@@ -291,8 +292,7 @@ def parse_strategy(argv: list[bytes], i: int, more: int, args: TrimArgs) -> int:
     elif more >= 2 and argv[i + 1] == b"=":
         i += 1
     if by_length:
-        raw = argv[i + 1]  # a short plain count, the common form, is canonical and in range
-        args.maxlen = int(raw) if raw.isdigit() and len(raw) < 19 and raw[0] != 48 else parse_int(raw)
+        args.maxlen = parse_int(argv[i + 1])
         if args.maxlen < 0:
             raise ReplyError("ERR The MAXLEN argument must be >= 0.")
     else:
@@ -321,7 +321,8 @@ def generate_id(s: StreamValue, args: TrimArgs, now: int) -> StreamID:
         sid = (last[0], last[1] + 1)
     else:
         sid = args.id
-    if sid is None or sid <= last:
+    # compared part by part: typed ints compare natively, tuples generically
+    if sid is None or sid[0] < last[0] or (sid[0] == last[0] and sid[1] <= last[1]):
         raise ID_TOO_SMALL
     return sid
 
@@ -357,7 +358,7 @@ def xadd(c: Client, argv: list[bytes]) -> Any:
         raise ID_EXHAUSTED
     sid = generate_id(s, args, c.state.now)
     pairs = tuple(argv[fields_at:])
-    if sum(map(len, pairs)) > LISTPACK_MAX_SIZE:
+    if pairs_bytes(pairs) > LISTPACK_MAX_SIZE:
         if created:
             db.set_value(key, s)  # Valkey has already stored the empty stream
         raise TOO_LARGE

@@ -213,6 +213,16 @@ def parse_score(raw: bytes) -> float:
     return parse_float(raw)
 
 
+def _longest(members: list[bytes]) -> int:
+    """The length of the longest member (a loop: compiled, max(map(len, ...)) looks `len`
+    up in the builtins module each time)."""
+    longest = 0
+    for member in members:
+        if len(member) > longest:
+            longest = len(member)
+    return longest
+
+
 def zadd_generic(c: Client, argv: list[bytes], flags: int) -> Any:
     """ZADD and ZINCRBY. The dirty counter moves by the members added or given a new
     score, as Valkey counts (a member given twice counts each change)."""
@@ -228,10 +238,10 @@ def zadd_generic(c: Client, argv: list[bytes], flags: int) -> Any:
         if flags & XX:
             return None if incr else 0
         limits = ZLimits.of(c.state)
-        zs = ZSet.create(len(members), max(map(len, members)), limits)
+        zs = ZSet.create(len(members), _longest(members), limits)
     elif not zs.skiplist:
         limits = ZLimits.of(c.state)
-        zs.grow_for(len(members), max(map(len, members)), limits)
+        zs.grow_for(len(members), _longest(members), limits)
     added = updated = processed = 0
     newscore = 0.0
     nan = False
