@@ -70,7 +70,7 @@ class Pause:
         connection = client.connection
         if connection is None:  # no connection to hold back (an in-process caller)
             return None
-        client.parser.ready.appendleft((argv, 0))  # read again when the pause ends
+        client.parser.put_back(argv)  # read again when the pause ends
         client.blocked = POSTPONED
         client.cmd = cmd  # CLIENT LIST shows the command it waits to run
         client.total_commands -= 1  # the connection counts it once it runs

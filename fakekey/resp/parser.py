@@ -15,16 +15,7 @@ re-joining the buffer on every read.
 
 from __future__ import annotations
 
-import re
-from collections import deque
-from typing import Any, Final
-
-try:  # the C reader: a fast path for well-formed requests, checked before use
-    from hiredis import ProtocolError as ReaderError
-    from hiredis import Reader
-except ImportError:  # pragma: no cover - the pure-Python path is complete on its own
-    Reader = None  # type: ignore[assignment,misc]
-    ReaderError = Exception  # type: ignore[assignment,misc]
+from typing import Final
 
 INLINE_MAX: Final = 64 * 1024  # PROTO_INLINE_MAX_SIZE: longest line without its terminator
 INT_MAX: Final = 2**31 - 1
@@ -35,21 +26,6 @@ _CR: Final = 13
 _LF: Final = 10
 _STAR: Final = 42
 _DOLLAR: Final = 36
-# The fast path's header lines: a positive count (at most 10 digits) / a bulk length (at
-# most 19 digits), each without sign or leading zero, then CRLF. Anything else goes to the
-# incremental path, which answers Valkey's errors.
-# An aggregate header of 100,000 or more elements anywhere ahead: the C reader allocates
-# a list of that size at once (and frees it slot by slot), so such input (or binary data
-# that looks like it) never goes to the C reader.
-# The search runs with every aggregate type byte turned into `*`: a literal first byte is
-# found by a fast scan, where a character class is tried at every position.
-_AS_STAR: Final = bytes.maketrans(b"%~>|", b"****")
-_BIG_STAR: Final = re.compile(rb"\*[0-9]{6}").search
-
-_COUNT_LINE: Final = re.compile(rb"\*([1-9][0-9]{0,9})\r\n").match
-_BULK_LINE: Final = re.compile(rb"\$(0|[1-9][0-9]{0,18})\r\n").match
-
-
 class ProtocolError(Exception):
     """Malformed input: the reply is `-ERR Protocol error: <message>`, then the connection
     closes. `message` is bytes: it may quote a byte of the request."""
@@ -73,32 +49,25 @@ def _parse_ll(raw: bytes) -> int | None:
     return value
 
 
-# The layout of a request of 1 to 4 arguments as one format: one formatting operation
-# makes the commonest requests' canonical bytes (checking each request the C reader
-# parses is the fast path's main cost).
-_LAYOUTS = {n: b"*%d\r\n" % n + b"$%d\r\n%s\r\n" * n for n in range(1, 5)}
-
-
-def canonical(argv: list[Any]) -> bytes | None:
-    """A request of bulk strings in the one multibulk layout Valkey parses without
-    complaint; None when an element is not a bulk string."""
-    try:
-        n = len(argv)
-        if n == 2:
-            a, b = argv
-            return _LAYOUTS[2] % (len(a), a, len(b), b)
-        if n == 3:
-            a, b, c = argv
-            return _LAYOUTS[3] % (len(a), a, len(b), b, len(c), c)
-        if n == 1:
-            a = argv[0]
-            return _LAYOUTS[1] % (len(a), a)
-        if n == 4:
-            a, b, c, d = argv
-            return _LAYOUTS[4] % (len(a), a, len(b), b, len(c), c, len(d), d)
-        return b"*%d\r\n" % n + b"".join([b"$%d\r\n%s\r\n" % (len(a), a) for a in argv])
-    except TypeError:
-        return None
+def _header_number(buf: bytes, i: int, end: int, max_digits: int) -> tuple[int, int]:
+    """The number of a header line whose digits start at `i`, in string2ll's plain form
+    (no sign, no leading zero, at most `max_digits` digits) and followed by CRLF, and the
+    index after the CRLF; (-1, 0) when the line is anything else or not all here. Stops
+    reading digits past `max_digits`: a long run costs no big-number arithmetic."""
+    start = i
+    value = 0
+    while i < end and i - start <= max_digits:
+        digit = buf[i] - 48
+        if digit < 0 or digit > 9:
+            break
+        value = value * 10 + digit
+        i += 1
+    digits = i - start
+    if digits == 0 or digits > max_digits or (digits > 1 and buf[start] == 48):
+        return -1, 0
+    if i + 1 >= end or buf[i] != _CR or buf[i + 1] != _LF:
+        return -1, 0
+    return value, i + 2
 
 
 class RequestParser:
@@ -107,8 +76,7 @@ class RequestParser:
 
     __slots__ = (
         "buf", "pos", "tail", "tail_len", "need", "line_byte", "line_seen",
-        "argv", "remaining", "bulklen", "max_bulk", "authenticated", "ready", "ready_bytes",
-        "reader",
+        "argv", "remaining", "bulklen", "max_bulk", "authenticated", "held",
     )
 
     def __init__(self, max_bulk: int = 512 * 1024 * 1024) -> None:
@@ -124,9 +92,7 @@ class RequestParser:
         self.bulklen = -1  # the length of the argument being read, once its header is
         self.max_bulk = max_bulk  # proto-max-bulk-len
         self.authenticated = True  # False: the unauthenticated limits apply
-        self.ready: deque[tuple[list[bytes], int]] = deque()  # parsed ahead (and sizes)
-        self.ready_bytes = 0  # their size on the wire: still part of the query buffer
-        self.reader: Any = None  # an empty C reader, kept for the next lone request
+        self.held: list[bytes] | None = None  # a request put back, taken again first
 
     def feed(self, data: bytes) -> None:
         self.tail.append(data)
@@ -136,16 +102,20 @@ class RequestParser:
 
     def buffered(self) -> int:
         """Bytes received and not yet parsed into arguments (Valkey's query buffer)."""
-        return len(self.buf) - self.pos + self.tail_len + self.ready_bytes
+        return len(self.buf) - self.pos + self.tail_len
+
+    def put_back(self, argv: list[bytes]) -> None:
+        """Give back the request just taken: the next `next_request` returns it again
+        (CLIENT PAUSE holds a request back until the pause ends)."""
+        self.held = argv
 
     def next_request(self) -> list[bytes] | None:
         """The next complete request, or None when more bytes are needed. Raises
         ProtocolError on malformed input; the parser is unusable afterwards."""
-        ready = self.ready
-        if ready:
-            first, size = ready.popleft()
-            self.ready_bytes -= size
-            return first
+        held = self.held
+        if held is not None:
+            self.held = None
+            return held
         argv: list[bytes] | None
         idle = self.pos >= len(self.buf) and not self.remaining
         tail = self.tail
@@ -160,16 +130,6 @@ class RequestParser:
             if not self._worth_parsing():
                 return None
             self._join()
-        if (
-            Reader is not None
-            and not self.remaining
-            and self.authenticated
-            and self.pos < len(self.buf)
-            and self.buf[self.pos] == _STAR
-        ):
-            argv = self._read_ahead()
-            if argv is not None:
-                return argv
         while True:
             if self.remaining:
                 argv = self._multibulk_args()
@@ -189,50 +149,6 @@ class RequestParser:
                 self.buf = b""  # all consumed: don't hold on to a large buffer
                 self.pos = 0
             return argv
-
-    def _read_ahead(self) -> list[bytes] | None:
-        """hiredis's C reader parses the complete requests at the buffer's head; each is
-        checked to be laid out exactly as Valkey requires (canonical headers, `$` bulks,
-        CRLFs, sizes within proto-max-bulk-len) before it is taken. The first request
-        that is incomplete, or not plainly well-formed, is left to the exact incremental
-        path, which answers Valkey's errors. Returns the first request taken (the others
-        wait in `ready`), or None. A reader left empty is kept for the next read: an
-        unpipelined client's read is one request, parsed without making one."""
-        buf, pos, max_bulk = self.buf, self.pos, self.max_bulk
-        if _BIG_STAR((buf[pos:] if pos else buf).translate(_AS_STAR)) is not None:
-            return None  # the C reader would size a list from it: leave it to Python
-        reader = self.reader or Reader()
-        self.reader = None
-        reader.feed(buf, pos)
-        end = len(buf)
-        bulks_fit = end - pos <= max_bulk  # then no argument can be too long
-        ready = self.ready
-        first = None
-        while True:
-            try:
-                argv = reader.gets()
-            except ReaderError:
-                break
-            if type(argv) is not list or not argv:
-                break  # incomplete (False), or an empty or odd request
-            wire = canonical(argv)
-            if wire is None or not buf.startswith(wire, pos) or (
-                    not bulks_fit and max(map(len, argv)) > max_bulk):
-                break
-            pos += len(wire)
-            if first is None:
-                first = argv
-            else:
-                ready.append((argv, len(wire)))
-                self.ready_bytes += len(wire)
-            if pos == end:
-                break
-        self.pos = pos
-        if pos == end:  # all taken: the reader has nothing left either
-            self.buf = b""
-            self.pos = 0
-            self.reader = reader
-        return first
 
     # --- buffer management ---------------------------------------------------------------
 
@@ -276,35 +192,30 @@ class RequestParser:
     # --- multibulk ---------------------------------------------------------------------------
 
     def _complete_multibulk(self) -> list[bytes] | None:
-        """The fast path for the common case, a whole well-formed request in the buffer:
-        parsed in one go, or None (nothing consumed) to leave anything else to the
-        incremental path. Each header line is matched by one regex that also enforces
-        string2ll's digit rules (no sign, no leading zero) and the CRLF."""
+        """The fast path for the common case, a whole request in the plain layout
+        (`*<count>` then `$<len>` and the bytes per argument, every line ending in CRLF,
+        numbers in string2ll's digits, within the limits) at the head of the buffer: read
+        in one pass over its header bytes, or None (nothing consumed) to leave anything
+        else to the incremental path, which answers Valkey's errors."""
         buf = self.buf
-        pos = self.pos
-        m = _COUNT_LINE(buf, pos)
-        if m is None:
-            return None
-        count = int(m.group(1))
-        if count > INT_MAX or (count > UNAUTH_MAX_ARGS and not self.authenticated):
+        end = len(buf)
+        count, i = _header_number(buf, self.pos + 1, end, 10)
+        if count < 1 or count > INT_MAX or (count > UNAUTH_MAX_ARGS and not self.authenticated):
             return None
         max_bulk = self.max_bulk if self.authenticated else min(self.max_bulk, UNAUTH_MAX_BULK)
-        n = len(buf)
-        p = m.end()
         argv: list[bytes] = []
-        append = argv.append
         for _ in range(count):
-            m = _BULK_LINE(buf, p)
-            if m is None:
+            if i >= end or buf[i] != _DOLLAR:
                 return None
-            size = int(m.group(1))
-            start = m.end()
-            end = start + size
-            if end + 2 > n or size > max_bulk or buf[end:end + 2] != b"\r\n":
+            size, i = _header_number(buf, i + 1, end, 19)
+            if size < 0 or size > max_bulk:
                 return None
-            append(buf[start:end])
-            p = end + 2
-        self.pos = p
+            stop = i + size
+            if stop + 2 > end or buf[stop] != _CR or buf[stop + 1] != _LF:
+                return None
+            argv.append(buf[i:stop])
+            i = stop + 2
+        self.pos = i
         return argv
 
     def _multibulk_count(self) -> bool:
