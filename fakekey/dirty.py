@@ -11,10 +11,13 @@ other commands cost nothing more.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekey.commands.registry import Command, Registry
 from fakekey.resp.replies import Simple
+
+if TYPE_CHECKING:
+    from fakekey.client import Client
 
 # A rule sees the client, the request, the reply, what the funnel counted, and what its
 # `before` hook (if any) measured before the handler ran; it answers the command's count.
@@ -170,15 +173,16 @@ _WRAPPED: set[Any] = set()
 def _counted(handler: Callable[..., Any], rule: Rule, before: Before | None) -> Callable[..., Any]:
     """The handler, then the counter set to where Valkey's count puts it (an error
     leaves what the funnel counted)."""
+    # `c` typed: compiled, its state and the counter are read natively
     if before is None:
-        def run(c: Any, argv: list[bytes]) -> Any:
+        def run(c: Client, argv: list[bytes]) -> Any:
             state = c.state
             start = state.dirty
             reply = handler(c, argv)
             state.dirty = start + rule(c, argv, reply, state.dirty - start, None)
             return reply
     else:
-        def run(c: Any, argv: list[bytes]) -> Any:
+        def run(c: Client, argv: list[bytes]) -> Any:
             state = c.state
             start = state.dirty
             measured = before(c, argv)

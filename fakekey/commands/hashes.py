@@ -61,7 +61,7 @@ NO_FIELD, NOT_SET, CONDITION_FAILED, SET_OK, DELETED_NOW = -2, -1, 0, 1, 2
 
 def lookup_hash(c: Client, key: bytes) -> HashValue | None:
     """The hash at `key` (None if absent; WRONGTYPE if not a hash), due fields removed."""
-    h = c.db.lookup_type(key, HashValue)
+    h: HashValue | None = c.db.lookup_type(key, HashValue)  # typed: compiled, h.ttls is read natively
     if h is not None and h.ttls and reclaim_fields(c.db, key, h, c.state.now):
         return c.db.data.get(key)
     return h
@@ -143,7 +143,8 @@ def hset_generic(c: Client, argv: list[bytes], name: str) -> int:
     is_new = h is None
     if h is None:
         h = HashValue()
-    h.convert_for_write(argv[2:], *limits(c))
+    entries, value_limit = limits(c)  # a *call compiled is a generic call
+    h.convert_for_write(argv[2:], entries, value_limit)
     created = set_fields(c, h, argv[2:])
     store(c, key, h, is_new, "hset")
     return created
@@ -177,7 +178,8 @@ def hsetnx(c: Client, argv: list[bytes]) -> Any:
     is_new = h is None
     if h is None:
         h = HashValue()
-    h.convert_for_write(argv[2:4], *limits(c))
+    entries, value_limit = limits(c)
+    h.convert_for_write(argv[2:4], entries, value_limit)
     set_fields(c, h, argv[2:4])
     store(c, key, h, is_new, "hset")
     return 1

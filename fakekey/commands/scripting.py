@@ -264,9 +264,9 @@ def run_eval(c: Client, argv: list[bytes], *, by_sha: bool, read_only: bool) -> 
         raise TOO_MANY_KEYS
     if numkeys < 0:
         raise NEGATIVE_KEYS
-    scripts = c.state.scripts
-    if scripts is None:
-        scripts = scripts_of(c.state)
+    # typed (state.scripts is Any): compiled, their attributes are read natively
+    scripts: EvalScripts = c.state.scripts or scripts_of(c.state)
+    script: Script | None
     if by_sha:
         sha = argv[1]
         script = scripts.cache.get(sha)

@@ -20,6 +20,7 @@ from fakekey.commands.args import (
     parse_float,
     parse_int,
     parse_timeout,
+    try_int,
     wrong_args,
 )
 from fakekey.commands.picks import PickChunk, draws, repeated_picks
@@ -208,8 +209,9 @@ def zadd_options(argv: list[bytes], flags: int) -> tuple[int, int]:
 def parse_score(raw: bytes) -> float:
     """A ZADD score: plain digits (the common form) go straight to float(), whose
     result is then exact and in range; anything else through getDoubleFromObject's checks."""
-    if raw.isdigit() and len(raw) < 300:
-        return float(raw)
+    value = try_int(raw) if len(raw) < 16 else None  # below 2**53: exact as a float
+    if value is not None:
+        return float(value)
     return parse_float(raw)
 
 
@@ -247,7 +249,8 @@ def zadd_generic(c: Client, argv: list[bytes], flags: int) -> Any:
     nan = False
     if not flags:  # plain ZADD, the common case: no option to weigh per member
         current_scores = zs.scores
-        for score, member in zip(scores, members, strict=True):
+        for i in range(len(members)):  # indexes: compiled, zip() is a generic call
+            score, member = scores[i], members[i]
             current = current_scores.get(member)
             if current is None:
                 zs.insert(member, score, limits)
@@ -256,8 +259,8 @@ def zadd_generic(c: Client, argv: list[bytes], flags: int) -> Any:
                 zs.update(member, score)
                 updated += 1
     else:
-        for score, member in zip(scores, members, strict=True):
-            outcome = zadd_one(zs, member, score, flags, limits)
+        for i in range(len(members)):
+            outcome = zadd_one(zs, members[i], scores[i], flags, limits)
             if outcome is None:
                 nan = True
                 break
