@@ -19,6 +19,7 @@ from fakekey.lua_shim.functions import (
     FLAG_ORDER,
     Function,
     FunctionRun,
+    Libraries,
     Library,
     LibraryError,
     libraries_of,
@@ -68,8 +69,11 @@ def fcall_ro(c: Client, argv: list[bytes]) -> Any:
 
 def run_function(c: Client, argv: list[bytes], *, read_only: bool) -> Any:
     """FCALL/FCALL_RO <function> <numkeys> [key ...] [arg ...]: checked in Valkey's order."""
-    engine = c.state.functions
-    function = engine.current.lookup(argv[1]) if engine is not None else None
+    # typed (state.functions is Any): compiled, the engine's attributes are read natively
+    engine: Libraries | None = c.state.functions
+    if engine is None:
+        raise FUNCTION_NOT_FOUND
+    function = engine.current.lookup(argv[1])
     if function is None:
         raise FUNCTION_NOT_FOUND
     numkeys = SMALL_COUNTS.get(argv[2])

@@ -345,7 +345,7 @@ class FunctionRun(ScriptRun):
     @classmethod
     def of(cls, engine: Libraries, caller: Client, function: Function, argv: list[bytes],
            numkeys: int) -> FunctionRun:
-        run = cls(engine.bridge, caller, function.callback, numkeys, argv[3:], function.no_writes)
+        run = FunctionRun(engine.bridge, caller, function.callback, numkeys, argv[3:], function.no_writes)
         run.funcname = function.name
         run.argv = argv
         if function.allow_oom:
