@@ -133,8 +133,9 @@ def _argv(args: tuple) -> list[bytes] | tuple:
 # A reply crosses to Lua as (tag, ...): 0 a scalar, 1 a status, 2 an error (message,
 # counted), 3 a flat token list, 4 a token table, 5 stop the script (the kill message),
 # 6 an array of strings and integers (its values; the commonest aggregate, no tokens).
-# Tokens: a string or number stands for itself; `False` escapes a code: 1 false, 2 nil, 3 true, 5 status, 6 error, 7 array,
-# 8 map, 9 set, 10 double, 11 big number, 12 verbatim (see the bootstrap's `decode`).
+# Tokens: a string or number stands for itself; `False` escapes a code: 1 false, 2 nil,
+# 3 true, 5 status, 6 error, 7 array, 8 map, 9 set, 10 double, 11 big number,
+# 12 verbatim (see the bootstrap's `decode`).
 
 _MAX_TUPLE: Final = 7000
 

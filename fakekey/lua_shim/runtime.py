@@ -811,25 +811,25 @@ local function error_info(e)
   return 2, script_resp, msg, source, line, rawget(r, 'ignore_error_stats_update') == true
 end
 
--- The length of a table that is a plain array of strings and numbers (nothing else in
--- it, so none of the reply fields either), or nil: such a result crosses to Python as
--- its values (the commonest table a script returns), without encode's tokens.
+-- The length of a table that `encode` would answer as an array of strings and numbers
+-- (none of the reply fields it looks for; items 1.. up to the first nil, each a string
+-- or a number), or nil: such a result, the commonest a script returns, crosses to Python
+-- as its values instead of encode's tokens. Other keys are ignored, as encode ignores them.
 local function flat_count(r)
+  if rawget(r, 'err') ~= nil or rawget(r, 'ok') ~= nil or rawget(r, 'double') ~= nil
+      or rawget(r, 'big_number') ~= nil or rawget(r, 'verbatim_string') ~= nil
+      or rawget(r, 'map') ~= nil or rawget(r, 'set') ~= nil then
+    return nil
+  end
   local n = 0
   while true do
     local v = rawget(r, n + 1)
-    if v == nil then break end
+    if v == nil then return n end
     local tv = type(v)
     if tv ~= 'string' and tv ~= 'number' then return nil end
     n = n + 1
     if n > max_values then return nil end
   end
-  if n == 0 then
-    if next(r) ~= nil then return nil end
-  elseif next(r, n) ~= nil then
-    return nil
-  end
-  return n
 end
 
 -- FCALL's function, called through xpcall without a closure per call (no run nests

@@ -26,6 +26,8 @@ _CR: Final = 13
 _LF: Final = 10
 _STAR: Final = 42
 _DOLLAR: Final = 36
+
+
 class ProtocolError(Exception):
     """Malformed input: the reply is `-ERR Protocol error: <message>`, then the connection
     closes. `message` is bytes: it may quote a byte of the request."""

@@ -32,6 +32,21 @@ def test_numbers_truncate_to_integers(r, expr, value):
     assert ev(r, f"return {expr}") == (":", value)
 
 
+@pytest.mark.parametrize(("script", "expected"), [
+    # reply fields win over array items, however the table was built (array items stored
+    # in the hash part by the order of the assignments included)
+    ("local t = {'a', 'b'}; t.err = 'ERR x'; return t", ("-", b"ERR x")),
+    ("local t = {}; t[2] = 'b'; t.err = 'ERR y'; t[1] = 'a'; return t", ("-", b"ERR y")),
+    ("local t = {}; t[3] = 3; t[2] = 2; t.ok = 'FINE'; t[1] = 1; return t", ("+", b"FINE")),
+    ("local t = {}; t[2] = 'b'; t[1] = 'a'; return t", ("*", [("$", b"a"), ("$", b"b")])),
+    ("return {'a', 1, 2.5, x = 'ignored'}", ("*", [("$", b"a"), (":", 1), (":", 2)])),
+    ("return {'a', {'b'}}", ("*", [("$", b"a"), ("*", [("$", b"b")])])),
+    ("return {}", ("*", [])),
+])
+def test_plain_arrays_and_reply_fields(r, script, expected):
+    assert ev(r, script) == expected
+
+
 def test_booleans_and_nil(r, proto):
     # with the default RESP2 for the script, true is 1 and false is null, for any caller
     assert ev(r, "return true") == (":", 1)
