@@ -49,7 +49,7 @@ class OptionalBuildExt(build_ext):
     def run(self) -> None:
         if not self.extensions:
             return
-        manifest = Path(self.get_ext_fullpath("fakekey.server")).parent / compiled["MANIFEST"].name
+        manifest = Path(self.get_ext_fullpath("fakekey.compiled")).parent / compiled["MANIFEST"].name
         try:
             super().run()
         except Exception as err:  # noqa: BLE001

@@ -97,9 +97,9 @@ def drive(name: str, pipeline: int, batches: int) -> KeptTransport:
     run after it as in the server. Returns the transport (the last batch's replies)."""
     import uvloop
 
-    from fakekey.config import Config
-    from fakekey.server import Connection
-    from fakekey.state import ServerState
+    from fakekey.config.settings import Config
+    from fakekey.core.state import ServerState
+    from fakekey.net.server import Connection
 
     setup, request = WORKLOADS[name]
     batch = request * pipeline

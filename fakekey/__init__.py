@@ -17,16 +17,15 @@ from fakekey import compiled as _compiled  # noqa: E402
 # True when the hot modules run compiled (mypyc), False when fakekey runs as pure Python
 COMPILED = _compiled.choose()
 
-from fakekey.server import Server  # noqa: E402
+from fakekey.net.server import Server  # noqa: E402
 
-# fakeredis-style clients (fakekey.dropin), imported on first use: they need redis or valkey
+# fakeredis-style clients (fakekey.compat.fakeredis), imported on first use: they need redis or valkey
 _DROPIN = ("FakeServer", "FakeRedis", "FakeStrictRedis", "FakeAsyncRedis", "FakeValkey", "FakeAsyncValkey")
 
 
 def __getattr__(name: str) -> object:
     if name in _DROPIN:
-        from fakekey import dropin
-
+        from fakekey.compat import fakeredis as dropin
         return getattr(dropin, name)
     raise AttributeError(f"module 'fakekey' has no attribute {name!r}")
 

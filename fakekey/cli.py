@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from fakekey import VALKEY_VERSION, __version__
-from fakekey.config import Config, ConfigError
-from fakekey.limits import TooFewDescriptors
+from fakekey.config.limits import TooFewDescriptors
+from fakekey.config.settings import Config, ConfigError
+from fakekey.net.server import Server, new_event_loop
 from fakekey.persistence import LoadError
-from fakekey.server import Server, new_event_loop
 
-log = logging.getLogger("fakekey.server")
+log = logging.getLogger("fakekey.net.server")
 
 
 Directive = tuple[str, list[str]]  # a setting's name and its words

@@ -4,9 +4,9 @@ import importlib
 
 FAMILIES = (
     "connection",
-    "client_cmds",
+    "clients",
     "acl",
-    "server_cmds",
+    "admin",
     "replication",
     "memory_latency",
     "introspection",
@@ -26,14 +26,14 @@ FAMILIES = (
     "pubsub",
     "scripting",
     "functions",
-    "fakekey_cmds",
+    "fakekey",
     "observability",
     "modules",
-    "emq.controls",
-    "emq.jobs",
-    "emq.scheduling",
-    "emq.recovery",
-    "emq.bus",
+    "fakekey.modules.emq.controls",
+    "fakekey.modules.emq.jobs",
+    "fakekey.modules.emq.scheduling",
+    "fakekey.modules.emq.recovery",
+    "fakekey.modules.emq.publish",
 )
 
 _loaded = False
@@ -45,8 +45,9 @@ def load_all() -> None:
     if _loaded:
         return
     for name in FAMILIES:
-        importlib.import_module(f"fakekey.commands.{name}")
-    from fakekey.commands import doc_data, registry
+        importlib.import_module(name if "." in name else f"fakekey.commands.{name}")
+    from fakekey.commands import doc_data
+    from fakekey.core import registry
 
     doc_data.attach(registry.REGISTRY)  # COMMAND DOCS' argument trees, from fakekey/data
     _loaded = True

@@ -1,16 +1,16 @@
-"""ACL: users and their rules (the model and the checks live in fakekey/acl.py)."""
+"""ACL: users and their rules (the model and the checks live in fakekey/core/users.py)."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from fakekey.acl import set_client_describer
-from fakekey.client import Client
+from fakekey.commands.admin import help_lines
 from fakekey.commands.args import parse_int
-from fakekey.commands.client_cmds import client_line
-from fakekey.commands.registry import ACL_CATEGORIES, command, container
-from fakekey.commands.server_cmds import help_lines
+from fakekey.commands.clients import client_line
+from fakekey.core.client import Client
+from fakekey.core.registry import ACL_CATEGORIES, command, container
+from fakekey.core.users import set_client_describer
 from fakekey.resp.replies import OK, ReplyError
 
 G = "server"
@@ -118,7 +118,7 @@ def acl_whoami(c: Client, argv: list[bytes]) -> Any:
          complexity="O(1) since the categories and commands are a fixed set.",
          summary="Lists the categories, or the commands of one.")
 def acl_cat(c: Client, argv: list[bytes]) -> Any:
-    from fakekey.acl import commands_in_category
+    from fakekey.core.users import commands_in_category
 
     if len(argv) > 3:
         raise ReplyError(f"ERR unknown subcommand or wrong number of arguments for "

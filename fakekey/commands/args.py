@@ -7,7 +7,7 @@ from fractions import Fraction
 
 # The shared errors and number parsers live below the commands; every name stays importable
 # from here.
-from fakekey.errors import (  # noqa: F401 - re-exported
+from fakekey.codecs.errors import (  # noqa: F401 - re-exported
     DB_RANGE,
     NO_SUCH_KEY,
     NOT_FLOAT,
@@ -16,8 +16,8 @@ from fakekey.errors import (  # noqa: F401 - re-exported
     SYNTAX,
     WRONGTYPE,
 )
-from fakekey.longdouble import ld_parse, ld_round
-from fakekey.numbers import (  # noqa: F401 - re-exported
+from fakekey.codecs.longdouble import ld_parse, ld_round
+from fakekey.codecs.numbers import (  # noqa: F401 - re-exported
     LLONG_MAX,
     LLONG_MIN,
     is_strtod_form,

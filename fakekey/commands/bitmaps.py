@@ -8,10 +8,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from fakekey.client import Client
 from fakekey.commands.args import SYNTAX, WRONGTYPE, parse_int, try_int
-from fakekey.commands.registry import command, keys_range
 from fakekey.commands.strings import unshare
+from fakekey.core.client import Client
+from fakekey.core.registry import command, keys_range
 from fakekey.resp.replies import ReplyError
 
 G = "bitmap"

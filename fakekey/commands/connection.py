@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakekey.acl import set_default_user
-from fakekey.client import Client
 from fakekey.commands.args import parse_db_index, parse_int
 from fakekey.commands.observability import stop_monitoring
-from fakekey.commands.registry import command
+from fakekey.core.client import Client
+from fakekey.core.registry import command
+from fakekey.core.users import set_default_user
 from fakekey.resp.replies import OK, PONG, ReplyError, Simple
 
 G = "connection"
@@ -139,7 +139,7 @@ def hello(c: Client, argv: list[bytes]) -> Any:
                          "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
                          "authenticate the client and select the RESP protocol version at the same time")
     if name is not None:
-        from fakekey.commands.client_cmds import validate_name
+        from fakekey.commands.clients import validate_name
 
         validate_name(name)
         c.name = name

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from fakekey.commands.registry import Registry
+    from fakekey.core.registry import Registry
 
 DATA_FILE = "command-docs.txt"
 CONTAINER_TYPES = frozenset({"oneof", "block"})

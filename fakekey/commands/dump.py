@@ -1,5 +1,5 @@
 """DUMP, RESTORE, RESTORE-ASKING and MIGRATE: values in Valkey's serialization format
-(`fakekey.rdb`), and the synchronous transfer of keys to another server."""
+(`fakekey.persistence.rdb`), and the synchronous transfer of keys to another server."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import random
 import socket
 from typing import Any
 
-import fakekey.lfu as lfu
-from fakekey import rdb
-from fakekey.client import Client
+import fakekey.memory.lfu as lfu
 from fakekey.commands.args import LLONG_MAX, SYNTAX, parse_int
 from fakekey.commands.keys import KEYSPACE, lfu_policy, notify
-from fakekey.commands.registry import command, keys_keyword, keys_range
-from fakekey.keyspace import STRING_TYPES
+from fakekey.core.client import Client
+from fakekey.core.keyspace import STRING_TYPES
+from fakekey.core.registry import command, keys_keyword, keys_range
+from fakekey.persistence import rdb
 from fakekey.resp.replies import OK, ReplyError, Simple
 
 G = "generic"

@@ -1,7 +1,7 @@
 """Functions: FCALL, FCALL_RO and FUNCTION LOAD/LIST/DELETE/FLUSH/DUMP/RESTORE/STATS/KILL/HELP.
 
-The libraries live in `fakekey.lua_shim.functions.Libraries` (`state.functions`, made on
-first use); a function runs through the same runner as EVAL (`lua_shim/bridge.py`), so
+The libraries live in `fakekey.scripting.libraries.Libraries` (`state.functions`, made on
+first use); a function runs through the same runner as EVAL (`scripting/bridge.py`), so
 a long one makes the server BUSY and FUNCTION KILL stops it.
 """
 
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakekey.client import Client
+from fakekey.codecs.glob import glob_match
 from fakekey.commands.args import try_int
-from fakekey.commands.registry import KeySpec, command, container
-from fakekey.glob import glob_match
-from fakekey.lua_shim.bridge import BUSY_EVAL, SMALL_COUNTS, kill_running_script
-from fakekey.lua_shim.functions import (
+from fakekey.core.client import Client
+from fakekey.core.registry import KeySpec, command, container
+from fakekey.resp.replies import OK, ReplyError, SetReply, Simple
+from fakekey.scripting.bridge import BUSY_EVAL, SMALL_COUNTS, kill_running_script
+from fakekey.scripting.libraries import (
     ENGINE_NAME,
     FLAG_ORDER,
     Function,
@@ -24,7 +25,6 @@ from fakekey.lua_shim.functions import (
     LibraryError,
     libraries_of,
 )
-from fakekey.resp.replies import OK, ReplyError, SetReply, Simple
 
 G = "scripting"
 

@@ -6,7 +6,7 @@ ZADD's). The searches (GEOSEARCH, GEOSEARCHSTORE and the legacy GEORADIUS family
 georadiusGeneric: the same order of checks and errors, the same 9 cells visited in the
 same order, the same filtering and the same sorts (glibc's stable qsort, and Valkey's
 partial quicksort when COUNT cuts the result), so equal distances come out in Valkey's
-order. The arithmetic lives in `fakekey/geohash.py`.
+order. The arithmetic lives in `fakekey/codecs/geohash.py`.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fakekey import geohash as gh
-from fakekey.client import Client
+from fakekey.codecs import geohash as gh
 from fakekey.commands.args import SYNTAX, c_text, parse_float, parse_int
-from fakekey.commands.registry import command, keys_keyword, keys_range
 from fakekey.commands.zsets import lookup_zset
+from fakekey.core.client import Client
+from fakekey.core.registry import command, keys_keyword, keys_range
 from fakekey.resp.replies import NULL_ARRAY, Raw, ReplyError
 from fakekey.types.zset import ZLimits, ZSet
 

@@ -16,7 +16,7 @@ from fractions import Fraction
 from typing import Any
 
 import fakekey.types.field_ttls as field_ttls
-from fakekey.client import Client
+from fakekey.codecs.longdouble import ld_format, ld_parse, ld_round
 from fakekey.commands.args import (
     LLONG_MAX,
     LLONG_MIN,
@@ -27,10 +27,10 @@ from fakekey.commands.args import (
     wrong_args,
 )
 from fakekey.commands.picks import PickChunk, draws, repeated_picks
-from fakekey.commands.registry import command, keys_range
 from fakekey.commands.scan import parse_cursor, parse_scan_options
-from fakekey.keyspace import Database
-from fakekey.longdouble import ld_format, ld_parse, ld_round
+from fakekey.core.client import Client
+from fakekey.core.keyspace import Database
+from fakekey.core.registry import command, keys_range
 from fakekey.resp.replies import OK, ReplyError
 from fakekey.types.hash import HashValue
 

@@ -1,6 +1,6 @@
 """HyperLogLog commands: PFADD, PFCOUNT, PFMERGE, PFDEBUG, PFSELFTEST.
 
-A HyperLogLog is a string value in Valkey's own layout (fakekey/hyperloglog.py), edited
+A HyperLogLog is a string value in Valkey's own layout (fakekey/codecs/hll.py), edited
 in place as a bytearray, so GET, SET, DUMP-like copies and APPEND see Valkey's bytes.
 """
 
@@ -10,10 +10,10 @@ import dataclasses
 import random
 from typing import Any
 
-from fakekey import hyperloglog as hll
-from fakekey.client import Client
-from fakekey.commands.registry import KeySpec, command, keys_range
+from fakekey.codecs import hll
 from fakekey.commands.strings import unshare
+from fakekey.core.client import Client
+from fakekey.core.registry import KeySpec, command, keys_range
 from fakekey.resp.replies import ReplyError, Simple
 
 G = "hyperloglog"

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from fakekey.client import Client
+from fakekey.commands.admin import help_lines
 from fakekey.commands.args import SYNTAX
 from fakekey.commands.doc_data import ArgDoc, CommandDocs
-from fakekey.commands.registry import Command, KeySpec, Registry, command, find_keys
-from fakekey.commands.server_cmds import help_lines
-from fakekey.config import glob_nocase
+from fakekey.config.settings import glob_nocase
+from fakekey.core.client import Client
+from fakekey.core.registry import Command, KeySpec, Registry, command, find_keys
 from fakekey.resp.replies import ReplyError, SetReply, Simple
 
 G = "server"

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import fakekey.lfu as lfu
-from fakekey.client import Client
+import fakekey.memory.lfu as lfu
+from fakekey.codecs.glob import Matcher, compile_glob
 from fakekey.commands.args import (
     DB_RANGE,
     LLONG_MAX,
@@ -18,11 +18,11 @@ from fakekey.commands.args import (
     parse_int,
     try_int,
 )
-from fakekey.commands.registry import command, container, keys_range
 from fakekey.commands.scan import hash_order, hash_order_page, parse_cursor, parse_scan_options
-from fakekey.glob import Matcher, compile_glob
-from fakekey.keyspace import STRING_TYPES, Database, type_name
-from fakekey.lazyfree import lazy_setting
+from fakekey.core.client import Client
+from fakekey.core.keyspace import STRING_TYPES, Database, type_name
+from fakekey.core.registry import command, container, keys_range
+from fakekey.memory.lazyfree import lazy_setting
 from fakekey.resp.replies import OK, ReplyError, Simple
 
 G = "generic"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from itertools import islice
 from typing import Any
 
-from fakekey.client import Client
 from fakekey.commands.args import NO_SUCH_KEY, SYNTAX, parse_int, parse_timeout, wrong_args
-from fakekey.commands.registry import command, keys_numkeys, keys_range
-from fakekey.keyspace import Database
+from fakekey.core.client import Client
+from fakekey.core.keyspace import Database
+from fakekey.core.registry import command, keys_numkeys, keys_range
 from fakekey.resp.replies import NULL_ARRAY, OK, ReplyError
 from fakekey.types.list import ListValue
 

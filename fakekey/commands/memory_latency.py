@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakekey.client import Client
-from fakekey.commands.args import SYNTAX, parse_int
-from fakekey.commands.registry import command, container, keys_range
-from fakekey.commands.server_cmds import (
+from fakekey.commands.admin import (
     STARTUP_MEMORY,
     dataset_bytes,
     help_lines,
     resident_bytes,
 )
-from fakekey.memory import key_usage
+from fakekey.commands.args import SYNTAX, parse_int
+from fakekey.core.client import Client
+from fakekey.core.registry import command, container, keys_range
+from fakekey.memory.estimate import key_usage
 from fakekey.resp.replies import OK, ReplyError, Verbatim
 
 G = "server"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakekey.client import Client
-from fakekey.commands.registry import command, container
-from fakekey.commands.server_cmds import help_lines, option_allows
+from fakekey.commands.admin import help_lines, option_allows
+from fakekey.core.client import Client
+from fakekey.core.registry import command, container
 from fakekey.resp.replies import ReplyError
 
 G = "server"

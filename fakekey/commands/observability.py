@@ -1,5 +1,5 @@
 """What a user watches a server with: MONITOR (every command as it runs), SLOWLOG and
-COMMANDLOG (the latest slow commands, fakekey/commandlog.py), and LOLWUT.
+COMMANDLOG (the latest slow commands, fakekey/core/commandlog.py), and LOLWUT.
 
 Times come from fakekey's clock: MONITOR's timestamps and the log entries' times follow
 a frozen or advanced clock as TIME does, so a test that freezes time sees them fixed."""
@@ -15,17 +15,17 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from fakekey import VALKEY_VERSION
-from fakekey.client import Client
-from fakekey.commandlog import KINDS, SETTINGS, SLOW
+from fakekey.codecs.longdouble import ld_parse
+from fakekey.commands.admin import help_lines
 from fakekey.commands.args import parse_int
-from fakekey.commands.registry import command, container
-from fakekey.commands.server_cmds import help_lines
-from fakekey.longdouble import ld_parse
+from fakekey.core.client import Client
+from fakekey.core.commandlog import KINDS, SETTINGS, SLOW
+from fakekey.core.registry import command, container
 from fakekey.resp.replies import NO_REPLY, OK, ReplyError, Verbatim
 
 if TYPE_CHECKING:
-    from fakekey.commands.registry import Command
-    from fakekey.state import ServerState
+    from fakekey.core.registry import Command
+    from fakekey.core.state import ServerState
 
 G = "server"
 LOG_FLAGS = "admin loading stale"

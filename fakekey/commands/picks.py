@@ -3,7 +3,7 @@ negative count.
 
 Valkey accepts any negative count down to -LONG_MAX (or -LONG_MAX/2 with values/scores)
 and answers that many picks, building the whole reply first. fakekey builds a reply of up
-to `STREAM_ABOVE` picks at once; a bigger one is streamed (`fakekey.streaming`): other
+to `STREAM_ABOVE` picks at once; a bigger one is streamed (`fakekey.resp.streaming`): other
 clients keep their service and memory stays bounded, whatever the count. Where a reply
 cannot be streamed because it becomes part of another (inside EXEC, or `redis.call` in a
 script), a count past the bound answers an error instead (docs/differences.md). The
@@ -17,10 +17,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from fakekey.resp.replies import ReplyError
-from fakekey.streaming import StreamedReply
+from fakekey.resp.streaming import StreamedReply
 
 if TYPE_CHECKING:
-    from fakekey.client import Client
+    from fakekey.core.client import Client
 
 # About 100 ms of work for the costliest reply form (RESP3 member/score pairs).
 STREAM_ABOVE = 20_000

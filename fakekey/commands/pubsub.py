@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakekey.client import Client
-from fakekey.commands.registry import command, container, keys_range
-from fakekey.commands.server_cmds import help_lines
-from fakekey.glob import glob_match
+from fakekey.codecs.glob import glob_match
+from fakekey.commands.admin import help_lines
+from fakekey.core.client import Client
+from fakekey.core.registry import command, container, keys_range
 from fakekey.resp.replies import Multi, Push
 
 G = "pubsub"

@@ -13,10 +13,10 @@ import binascii
 import struct
 from typing import Any
 
-from fakekey import rdb
-from fakekey.client import Client
 from fakekey.commands.args import SYNTAX, try_int
-from fakekey.commands.registry import command, container, keys_range
+from fakekey.core.client import Client
+from fakekey.core.registry import command, container, keys_range
+from fakekey.persistence import rdb
 from fakekey.resp.replies import NO_REPLY, OK, Raw, ReplyError
 
 REPL_ADMIN = "admin noscript"
@@ -193,7 +193,7 @@ def rdb_length(n: int) -> bytes:
 
 
 def used_memory(state: Any) -> int:
-    from fakekey.commands.server_cmds import STARTUP_MEMORY, dataset_bytes
+    from fakekey.commands.admin import STARTUP_MEMORY, dataset_bytes
 
     return STARTUP_MEMORY + dataset_bytes(state)
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fakekey.codecs.glob import Matcher, compile_glob
 from fakekey.commands.args import SYNTAX, c_text, parse_int, try_int
-from fakekey.glob import Matcher, compile_glob
 from fakekey.resp.replies import ReplyError
 
 INVALID_CURSOR = ReplyError("ERR invalid cursor")

@@ -1,7 +1,7 @@
 """Scripting: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT.
 
 The script cache (sha1 -> script) and the EVAL Lua state live in `EvalScripts`
-(`state.scripts`, made on first use); running a script is `fakekey.lua_shim.bridge`'s
+(`state.scripts`, made on first use); running a script is `fakekey.scripting.bridge`'s
 job, shared with FCALL.
 """
 
@@ -14,15 +14,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fakekey import REDIS_VERSION
-from fakekey.client import Client
 from fakekey.commands.args import parse_int
-from fakekey.commands.registry import KeySpec, command, container
-from fakekey.lua_shim.bridge import SMALL_COUNTS, CommandBridge, ScriptRun, kill_running_script, runner_of
-from fakekey.lua_shim.runtime import LuaSandbox
+from fakekey.core.client import Client
+from fakekey.core.registry import KeySpec, command, container
 from fakekey.resp.replies import OK, ReplyError, Simple
+from fakekey.scripting.bridge import SMALL_COUNTS, CommandBridge, ScriptRun, kill_running_script, runner_of
+from fakekey.scripting.runtime import LuaSandbox
 
 if TYPE_CHECKING:
-    from fakekey.state import ServerState
+    from fakekey.core.state import ServerState
 
 G = "scripting"
 EVAL_CLIENT_ID = 1  # Valkey's EVAL engine client; the FUNCTION engine's is 2

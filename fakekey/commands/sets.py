@@ -11,11 +11,11 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from fakekey.client import Client
 from fakekey.commands.args import LLONG_MIN, SYNTAX, WRONGTYPE, parse_int, try_int
 from fakekey.commands.picks import draws, repeated_picks
-from fakekey.commands.registry import command, keys_numkeys, keys_range
 from fakekey.commands.scan import parse_cursor, parse_scan_options
+from fakekey.core.client import Client
+from fakekey.core.registry import command, keys_numkeys, keys_range
 from fakekey.resp.replies import ReplyError, SetReply
 from fakekey.types.set import HASHTABLE, INTSET, LISTPACK, SetLimits, SetValue, is_integer
 

@@ -26,10 +26,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from fakekey.client import Client
+from fakekey.codecs.numbers import is_strtod_form
 from fakekey.commands.args import SYNTAX, WRONGTYPE, parse_int
-from fakekey.commands.registry import KeySpec, command
-from fakekey.numbers import is_strtod_form
+from fakekey.core.client import Client
+from fakekey.core.registry import KeySpec, command
 from fakekey.resp.replies import ReplyError
 from fakekey.types.hash import HashValue
 from fakekey.types.list import ListValue

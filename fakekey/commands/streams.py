@@ -21,7 +21,6 @@ import re
 from itertools import islice
 from typing import Any
 
-from fakekey.client import Client
 from fakekey.commands.args import (
     LLONG_MAX,
     NO_SUCH_KEY,
@@ -32,7 +31,8 @@ from fakekey.commands.args import (
     try_int,
     wrong_args,
 )
-from fakekey.commands.registry import KeySpec, command, container, keys_keyword, keys_range
+from fakekey.core.client import Client
+from fakekey.core.registry import KeySpec, command, container, keys_keyword, keys_range
 from fakekey.resp.replies import NULL_ARRAY, OK, ReplyError, Simple
 from fakekey.types.stream import (
     INVALID_ENTRIES_READ,

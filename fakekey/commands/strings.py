@@ -10,7 +10,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from fakekey.client import Client
+from fakekey.codecs.longdouble import ld_format, ld_parse, ld_round
 from fakekey.commands.args import (
     LLONG_MAX,
     LLONG_MIN,
@@ -21,8 +21,8 @@ from fakekey.commands.args import (
     try_int,
     wrong_args,
 )
-from fakekey.commands.registry import KeySpec, command, keys_range
-from fakekey.longdouble import ld_format, ld_parse, ld_round
+from fakekey.core.client import Client
+from fakekey.core.registry import KeySpec, command, keys_range
 from fakekey.resp.replies import OK, ReplyError
 
 G = "string"
@@ -428,7 +428,7 @@ def decrby(c: Client, argv: list[bytes]) -> Any:
     return _incr_by(c, argv[1], -delta)
 
 
-# --- INCRBYFLOAT: in C `long double` (fakekey/longdouble.py) -------------------------------
+# --- INCRBYFLOAT: in C `long double` (fakekey/codecs/longdouble.py) -------------------------------
 
 NAN_OR_INF = ReplyError("ERR increment would produce NaN or Infinity")
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from fakekey.client import Client
-from fakekey.commandlog import LARGE_REPLY
 from fakekey.commands.observability import log_command
-from fakekey.commands.registry import command, keys_range
+from fakekey.core.client import Client
+from fakekey.core.commandlog import LARGE_REPLY
+from fakekey.core.registry import command, keys_range
 from fakekey.resp.replies import NO_REPLY, NULL_ARRAY, OK, ReplyError
 
 G = "transactions"

@@ -12,7 +12,6 @@ import math
 from collections.abc import Iterable
 from typing import Any, Final
 
-from fakekey.client import Client
 from fakekey.commands.args import (
     SYNTAX,
     WRONGTYPE,
@@ -24,8 +23,9 @@ from fakekey.commands.args import (
     wrong_args,
 )
 from fakekey.commands.picks import PickChunk, draws, repeated_picks
-from fakekey.commands.registry import command, keys_numkeys, keys_range
 from fakekey.commands.scan import hash_order, hash_order_page, parse_cursor, parse_scan_options
+from fakekey.core.client import Client
+from fakekey.core.registry import command, keys_numkeys, keys_range
 from fakekey.resp.encoder import format_double
 from fakekey.resp.replies import NULL_ARRAY, ReplyError
 from fakekey.types.zset import (

@@ -41,7 +41,7 @@ from fakekey.persistence.codec import (
 from fakekey.persistence.snapshot import LoadError, fsync_dir, write_file_atomically
 from fakekey.resp.replies import NO_REPLY, ReplyError
 
-log = logging.getLogger("fakekey.server")
+log = logging.getLogger("fakekey.net.server")
 
 MAGIC = b"FKAOF"
 VERSION = 1
@@ -329,7 +329,7 @@ class Replayer:
     """Applies records to the state, as a client that may do anything and never blocks."""
 
     def __init__(self, state: Any) -> None:
-        from fakekey.client import Client
+        from fakekey.core.client import Client
 
         self.state = state
         self.client = Client(state)

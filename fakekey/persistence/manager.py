@@ -32,7 +32,7 @@ from fakekey.persistence.snapshot import (
     write_temp,
 )
 
-log = logging.getLogger("fakekey.server")
+log = logging.getLogger("fakekey.net.server")
 
 SLICE_SECONDS = 0.004  # encoding work per event-loop turn in a background save
 BGSAVE_RETRY_DELAY = 5  # seconds before a save rule retries after a failed save (Valkey's)
@@ -115,7 +115,7 @@ class Persistence:
         state = self.state
         now = state.clock.now_ms()
         if loaded.libraries:
-            from fakekey.lua_shim.functions import LibraryError, libraries_of
+            from fakekey.scripting.libraries import LibraryError, libraries_of
 
             engine = libraries_of(state)
             for code in loaded.libraries:

@@ -514,9 +514,9 @@ GEO = [
 
 @functools.cache
 def _payloads() -> list[bytes]:
-    from fakekey.client import Client
-    from fakekey.config import Config
-    from fakekey.state import ServerState
+    from fakekey.config.settings import Config
+    from fakekey.core.client import Client
+    from fakekey.core.state import ServerState
 
     state = ServerState(Config())
     client = Client(state)

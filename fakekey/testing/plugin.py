@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.servers import (
     RunningServer,
     ServerPool,

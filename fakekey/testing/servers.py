@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import ValkeyTarget, find_valkey_binary, free_port, server_flags
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from fakekey.cli import parse_argv
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient
 
 

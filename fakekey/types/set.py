@@ -21,7 +21,7 @@ import random
 from bisect import bisect_left
 from typing import Any
 
-from fakekey.numbers import try_int
+from fakekey.codecs.numbers import try_int
 
 INTSET = "intset"
 LISTPACK = "listpack"

@@ -30,7 +30,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 from typing import Final
 
-from fakekey.numbers import try_int
+from fakekey.codecs.numbers import try_int
 
 StreamID = tuple[int, int]
 Pairs = tuple[bytes, ...]  # field, value, field, value, ...

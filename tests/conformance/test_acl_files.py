@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from fakekey.cli import parse_argv
-from fakekey.config import Config, ConfigError
-from fakekey.server import Server
+from fakekey.config.settings import Config, ConfigError
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import find_valkey_binary, free_port
 

@@ -14,7 +14,7 @@ import pytest
 
 from fakekey.commands import doc_data, load_all
 from fakekey.commands.introspection import every_command
-from fakekey.commands.registry import REGISTRY
+from fakekey.core.registry import REGISTRY
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import find_valkey_binary
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from fakekey.docs import valkey_commands
 from fakekey.testing.raw import RawClient, plain
+from tools.gen_commands_md import valkey_commands
 
 # Valkey commands fakekey does not have, and why (none today: the cluster commands answer
 # as a standalone Valkey's do, refused but for CLUSTER KEYSLOT).

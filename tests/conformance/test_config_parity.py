@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from fakekey.config import SETTINGS
+from fakekey.config.settings import SETTINGS
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import Target, free_port
 

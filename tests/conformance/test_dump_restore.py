@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import redis
 
-from fakekey import rdb
+from fakekey.persistence import rdb
 from fakekey.testing.targets import FakekeyTarget, Target, ValkeyTarget, find_valkey_binary, free_port
 
 # --- a second server of the other kind ------------------------------------------------------

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from fakekey.lua_shim.functions import crc64
+from fakekey.scripting.libraries import crc64
 
 
 def err(text):

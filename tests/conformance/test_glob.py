@@ -1,5 +1,5 @@
 """Glob patterns as KEYS and SCAN MATCH apply them: fakekey and a real Valkey side by side,
-on fixed and on random key sets, with fakekey.glob checked against both."""
+on fixed and on random key sets, with fakekey.codecs.glob checked against both."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakekey.glob import glob_match
+from fakekey.codecs.glob import glob_match
 from fakekey.testing.raw import RawClient
 
 DB = 7  # a database of its own: nothing here uses the per-test reset
@@ -81,7 +81,7 @@ def scan_matching(client: RawClient, pattern: bytes) -> set[bytes]:
 
 
 def expected_by_glob(keys: list[bytes], pattern: bytes) -> set[bytes]:
-    """What fakekey.glob says; KEYS and SCAN take every key for exactly '*'."""
+    """What fakekey.codecs.glob says; KEYS and SCAN take every key for exactly '*'."""
     if pattern == b"*":
         return set(keys)
     return {key for key in keys if glob_match(pattern, key)}
@@ -91,7 +91,7 @@ def disagreements(servers: dict[str, RawClient], keys: list[bytes], pattern: byt
     valkey = keys_matching(servers["valkey"], pattern)
     answers = {
         "fakekey KEYS": keys_matching(servers["fakekey"], pattern),
-        "fakekey.glob": expected_by_glob(keys, pattern),
+        "fakekey.codecs.glob": expected_by_glob(keys, pattern),
     }
     return [(pattern, who, sorted(got ^ valkey)) for who, got in answers.items() if got != valkey]
 

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from fakekey.client import Client
 from fakekey.commands.hashes import expire_hash_fields
-from fakekey.state import ServerState
+from fakekey.core.client import Client
+from fakekey.core.state import ServerState
 
 WRONGTYPE = ("-", b"WRONGTYPE Operation against a key holding the wrong kind of value")
 NOT_INT = ("-", b"ERR value is not an integer or out of range")

@@ -261,7 +261,7 @@ def test_debug_sleep_reads_a_prefix(r2):
 
 
 # --- big replies of repeated random picks ----------------------------------------------------
-# fakekey streams a reply of more than STREAM_ABOVE picks (fakekey/streaming.py); Valkey
+# fakekey streams a reply of more than STREAM_ABOVE picks (fakekey/resp/streaming.py); Valkey
 # builds it whole. A client sees the same reply either way.
 
 BIG = STREAM_ABOVE + 5_000

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient, encode_command
 from fakekey.testing.targets import Target, ValkeyTarget, find_valkey_binary
 

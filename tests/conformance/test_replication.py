@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from fakekey import rdb
+from fakekey.persistence import rdb
 from fakekey.testing.raw import RawClient
 
 

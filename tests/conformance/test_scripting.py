@@ -10,7 +10,7 @@ import pytest
 from fakekey.emq.scripts import SCRIPTS
 
 # The library globals (cjson, cmsgpack, bit, struct) are left out of the sandbox checks:
-# they come with fakekey/lua_shim/libs.
+# they come with fakekey/scripting/libs.
 LIBRARIES = {"bit", "cjson", "cmsgpack", "struct"}
 
 

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakekey.client import Client
+from fakekey.core.client import Client
+from fakekey.core.state import ServerState
 from fakekey.resp.replies import OK, ReplyError
-from fakekey.state import ServerState
 
 KEYS = [b"a1", b"a2", b"b1", b"b2", b"c1", b"ab"]
 PATTERNS = ["a*", "b?", "c1", "*1", "ab", "?2"]

@@ -10,9 +10,10 @@ import time
 
 import pytest
 
-from fakekey import VALKEY_VERSION, docs
+from fakekey import VALKEY_VERSION
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import find_valkey_binary
+from tools import gen_commands_md as docs
 
 
 def test_commands_doc_is_up_to_date() -> None:

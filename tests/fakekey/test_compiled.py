@@ -18,8 +18,8 @@ needs_build = pytest.mark.skipif(not BUILT, reason="a pure build: nothing compil
 
 
 def loaded_from(env: dict[str, str]) -> tuple[str, str]:
-    """What a fresh interpreter reports: fakekey.COMPILED, and where fakekey.state came from."""
-    code = "import fakekey, fakekey.state as s; print(fakekey.COMPILED, s.__file__)"
+    """What a fresh interpreter reports: fakekey.COMPILED, and where fakekey.core.state came from."""
+    code = "import fakekey, fakekey.core.state as s; print(fakekey.COMPILED, s.__file__)"
     out = subprocess.run([sys.executable, "-W", "error", "-c", code], cwd=ROOT, env=env,
                          capture_output=True, text=True, check=True).stdout
     flag, path = out.split()
@@ -47,14 +47,14 @@ def test_fakekey_pure_runs_the_python_source():
 @needs_build
 def test_a_source_changed_since_its_build_runs_pure_with_a_warning(tmp_path, monkeypatch):
     manifest = tmp_path / "compiled-sources.txt"
-    text = compiled.manifest_text().replace(compiled.source_digest("fakekey.keyspace"), "0" * 64)
+    text = compiled.manifest_text().replace(compiled.source_digest("fakekey.core.keyspace"), "0" * 64)
     manifest.write_text(text)
     monkeypatch.setattr(compiled, "MANIFEST", manifest)
     monkeypatch.delenv(compiled.PURE_ENV, raising=False)
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))  # choose() adds its finder
-    assert compiled.stale_modules() == ["fakekey.keyspace"]
+    assert compiled.stale_modules() == ["fakekey.core.keyspace"]
     assert compiled.build_due()
-    with pytest.warns(RuntimeWarning, match="fakekey.keyspace not compiled from the current source"):
+    with pytest.warns(RuntimeWarning, match="fakekey.core.keyspace not compiled from the current source"):
         assert compiled.choose() is False
     assert sys.meta_path[0] is compiled._SourceFirst
 
@@ -63,10 +63,10 @@ def test_a_source_changed_since_its_build_runs_pure_with_a_warning(tmp_path, mon
 def test_a_module_never_built_runs_pure(tmp_path, monkeypatch):
     """A module added to the set since the build: compiled and interpreted halves may not
     fit (a compiled class cannot be subclassed by an interpreted one), so all run pure."""
-    monkeypatch.setattr(compiled, "MODULES", (*compiled.MODULES, "fakekey.pubsub"))
+    monkeypatch.setattr(compiled, "MODULES", (*compiled.MODULES, "fakekey.core.channels"))
     monkeypatch.delenv(compiled.PURE_ENV, raising=False)
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
-    assert compiled.stale_modules() == ["fakekey.pubsub"]
+    assert compiled.stale_modules() == ["fakekey.core.channels"]
     with pytest.warns(RuntimeWarning):
         assert compiled.choose() is False
 

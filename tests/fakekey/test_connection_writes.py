@@ -9,9 +9,9 @@ from typing import Any
 
 import uvloop
 
-from fakekey.config import Config
-from fakekey.server import Connection
-from fakekey.state import ServerState
+from fakekey.config.settings import Config
+from fakekey.core.state import ServerState
+from fakekey.net.server import Connection
 
 
 class Transport:

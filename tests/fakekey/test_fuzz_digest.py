@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 
 from fakekey.commands import load_all
 from fakekey.commands.doc_data import ArgDoc
-from fakekey.commands.registry import REGISTRY, Command
-from fakekey.server import Server
+from fakekey.core.registry import REGISTRY, Command
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient, encode_command
 
 SCRATCH = 9

@@ -18,13 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakekey import glob as fglob
+from fakekey.codecs import glob as fglob
+from fakekey.codecs.glob import glob_match
 from fakekey.commands.args import parse_float, parse_timeout
 from fakekey.commands.picks import STREAM_ABOVE
 from fakekey.commands.zsets import parse_range_float
-from fakekey.glob import glob_match
+from fakekey.net.server import Server
 from fakekey.resp.replies import ReplyError
-from fakekey.server import Server
 from fakekey.testing.raw import RawClient, encode_command
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -74,7 +74,7 @@ class Harness:
         assert self.watcher.call("PING") == ("+", b"PONG")
         header = self.hostile.peek_line()
         if header[:1] == b"*" and int(header[1:]) > STREAM_ABOVE * 2:
-            # a streamed reply (fakekey/streaming.py): the PING was served while it went
+            # a streamed reply (fakekey/resp/streaming.py): the PING was served while it went
             # on; the hostile client leaves instead of reading gigabytes
             elapsed = time.perf_counter() - start
             self.hostile.close()

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient, encode_command
 
 CANARIES = {b"canary:string": ("$", b"precious"), b"canary:counter": ("$", b"41")}

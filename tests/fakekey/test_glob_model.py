@@ -1,4 +1,4 @@
-"""fakekey.glob against a slow, literal model of Valkey's stringmatchlen, including the
+"""fakekey.codecs.glob against a slow, literal model of Valkey's stringmatchlen, including the
 case-insensitive form that no server command exposes through KEYS."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakekey.glob import compile_glob, glob_match
+from fakekey.codecs.glob import compile_glob, glob_match
 
 STAR, QMARK, LBRACKET, RBRACKET, CARET, BACKSLASH, DASH = b"*?[]^\\-"
 

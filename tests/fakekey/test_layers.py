@@ -21,27 +21,27 @@ PACKAGE_ROOT = Path(__file__).resolve().parents[2] / "fakekey"
 LOW_LAYERS = (
     "fakekey.types",
     "fakekey.resp",
-    "fakekey.keyspace",
-    "fakekey.clock",
-    "fakekey.glob",
-    "fakekey.acl",
-    "fakekey.errors",
-    "fakekey.numbers",
-    "fakekey.longdouble",
-    "fakekey.geohash",
-    "fakekey.hyperloglog",
-    "fakekey.rdb",
-    "fakekey.digest",
-    "fakekey.tracking",
-    "fakekey.streaming",
-    "fakekey.commandlog",
-    "fakekey.commands.registry",
+    "fakekey.core.keyspace",
+    "fakekey.core.clock",
+    "fakekey.codecs.glob",
+    "fakekey.core.users",
+    "fakekey.codecs.errors",
+    "fakekey.codecs.numbers",
+    "fakekey.codecs.longdouble",
+    "fakekey.codecs.geohash",
+    "fakekey.codecs.hll",
+    "fakekey.persistence.rdb",
+    "fakekey.codecs.digest",
+    "fakekey.core.tracking",
+    "fakekey.resp.streaming",
+    "fakekey.core.commandlog",
+    "fakekey.core.registry",
 )
-HIGH_LAYERS = ("fakekey.commands", "fakekey.server", "fakekey.state")
+HIGH_LAYERS = ("fakekey.commands", "fakekey.net.server", "fakekey.core.state")
 # The registry is the table of command declarations (names, flags, key specs, ACL
 # categories), with no handler of its own and nothing above it: ACL rules are written in
 # its terms, so the low layers may read it. It is checked as a low layer itself.
-DECLARATIONS = ("fakekey.commands.registry",)
+DECLARATIONS = ("fakekey.core.registry",)
 
 
 def module_path(name: str) -> Path | None:
@@ -168,7 +168,7 @@ def test_low_layer_imports_nothing_above_it(name: str) -> None:
 def test_the_walk_sees_deferred_imports_and_ignores_type_checking(tmp_path: Path) -> None:
     source = (
         "from typing import TYPE_CHECKING\n"
-        "if TYPE_CHECKING:\n    from fakekey.state import ServerState\n"
+        "if TYPE_CHECKING:\n    from fakekey.core.state import ServerState\n"
         "def later():\n    from fakekey.commands.args import SYNTAX\n")
     tree = ast.parse(source)
     found = set()

@@ -21,9 +21,9 @@ from contextlib import contextmanager
 
 import pytest
 
-from fakekey.eviction import MemoryTracker
-from fakekey.server import Server, UnreadOutputPause
-from fakekey.state import UNREAD_OUTPUT_PAUSE
+from fakekey.core.state import UNREAD_OUTPUT_PAUSE
+from fakekey.memory.eviction import MemoryTracker
+from fakekey.net.server import Server, UnreadOutputPause
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import find_valkey_binary, free_port
 

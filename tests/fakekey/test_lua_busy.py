@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import Background, RawClient, wait_until_reply
 
 BUSY = ("-", b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")

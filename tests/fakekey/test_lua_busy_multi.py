@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from fakekey.lua_shim.runtime import LuaSandbox
-from fakekey.server import Server
+from fakekey.net.server import Server
+from fakekey.scripting.runtime import LuaSandbox
 from fakekey.testing.raw import Background, RawClient, wait_until_reply
 
 BUSY = ("-", b"BUSY Valkey is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")

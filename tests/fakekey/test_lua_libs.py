@@ -32,8 +32,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakekey.lua_shim.libs.sources import LIBRARIES, library_source
-from fakekey.server import Server
+from fakekey.net.server import Server
+from fakekey.scripting.libs.sources import LIBRARIES, library_source
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import ValkeyTarget, find_valkey_binary
 

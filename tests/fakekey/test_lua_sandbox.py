@@ -10,12 +10,12 @@ from typing import Any
 import lupa.lua51
 import pytest
 
-from fakekey.client import Client
 from fakekey.commands.scripting import scripts_of
-from fakekey.lua_shim import libs
-from fakekey.lua_shim.runtime import LibraryContext, LuaLibraryError, untail
+from fakekey.core.client import Client
+from fakekey.core.state import ServerState
 from fakekey.resp.replies import ReplyError
-from fakekey.state import ServerState
+from fakekey.scripting import libs
+from fakekey.scripting.runtime import LibraryContext, LuaLibraryError, untail
 
 
 @pytest.fixture

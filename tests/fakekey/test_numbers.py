@@ -1,4 +1,4 @@
-"""fakekey.numbers' integer reader against string2ll's rule, stated as a regex and a range
+"""fakekey.codecs.numbers' integer reader against string2ll's rule, stated as a regex and a range
 check: the digit loop that reads short numbers must accept and refuse exactly as it."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakekey.errors import NOT_INTEGER
-from fakekey.numbers import parse_int, try_int
+from fakekey.codecs.errors import NOT_INTEGER
+from fakekey.codecs.numbers import parse_int, try_int
 from fakekey.resp.replies import ReplyError
 
 STRING2LL = re.compile(rb"(?:0|-?[1-9][0-9]{0,18})\Z")

@@ -92,7 +92,7 @@ def test_sdist_and_wheel_carry_every_runtime_file(dists: tuple[Path, Path]) -> N
     with zipfile.ZipFile(wheel) as whl:
         in_wheel = set(whl.namelist())
     wanted = runtime_data_files()
-    assert {"fakekey/lua_shim/libs/cjson.lua", "fakekey/emq/scripts/enqueue.lua"} <= wanted
+    assert {"fakekey/scripting/libs/cjson.lua", "fakekey/emq/scripts/enqueue.lua"} <= wanted
     assert wanted - in_sdist == set()
     assert wanted - in_wheel == set()
 

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakekey.client import Client
+from fakekey.core.client import Client
+from fakekey.core.state import ServerState
 from fakekey.persistence.codec import Reader, Writer, decode_value, encode_value
 from fakekey.persistence.snapshot import LoadError, live_image, parse_snapshot, snapshot_bytes
 from fakekey.resp.replies import ReplyError
-from fakekey.state import ServerState
 
 KEYS = st.sampled_from([b"a", b"b", b"c"])
 MEMBERS = st.sampled_from([b"1", b"2", b"300", b"-7", b"x", b"y" * 70, b""])

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from fakekey import Server
-from fakekey.server import PROTECTED_MODE_DENIED
+from fakekey.net.server import PROTECTED_MODE_DENIED
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import find_valkey_binary, free_port
 

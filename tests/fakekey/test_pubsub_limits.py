@@ -3,7 +3,7 @@ and a client that never reads."""
 
 import socket
 
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient
 
 

@@ -15,8 +15,8 @@ import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakekey import rdb
-from fakekey.server import Server
+from fakekey.net.server import Server
+from fakekey.persistence import rdb
 
 LIMITS = rdb.Limits()
 SMALL = rdb.Limits(hash_entries=4, set_intset_entries=4, set_entries=4, zset_entries=4,

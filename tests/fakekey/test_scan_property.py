@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakekey.client import Client
-from fakekey.state import ServerState
+from fakekey.core.client import Client
+from fakekey.core.state import ServerState
 
 DOUBLE_EXACT = 2**53
 

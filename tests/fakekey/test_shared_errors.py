@@ -5,9 +5,9 @@ refused request would leak its arguments for the life of the server."""
 
 from __future__ import annotations
 
-from fakekey.client import Client
 from fakekey.commands.args import NOT_FLOAT, NOT_INTEGER, WRONGTYPE
-from fakekey.state import ServerState
+from fakekey.core.client import Client
+from fakekey.core.state import ServerState
 
 
 def traceback_length(err: BaseException) -> int:

@@ -1,4 +1,4 @@
-"""Streamed replies (fakekey/streaming.py): a reply of more random picks than
+"""Streamed replies (fakekey/resp/streaming.py): a reply of more random picks than
 STREAM_ABOVE goes out a slice per loop turn, waits for a client that does not read, ends
 with a client that leaves, and keeps the client's own pub/sub messages for after it."""
 
@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from fakekey.server import Server
-from fakekey.streaming import HIGH_WATER, SLICE_BYTES
+from fakekey.net.server import Server
+from fakekey.resp.streaming import HIGH_WATER, SLICE_BYTES
 from fakekey.testing.raw import RawClient
 
 MEMBER = b"m" * 100

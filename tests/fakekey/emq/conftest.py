@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient
 
 NOW = 1_700_000_000_000  # the frozen clock every test starts from (ms)

@@ -11,7 +11,7 @@ import pytest
 from emq_jobs_helpers import claim, enqueue
 from test_emq_refusals import B_CALLS, assert_writes_nothing, events, no_events, watcher
 
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient, plain
 
 __all__ = ["events", "watcher"]  # fixtures shared with the refusal tests

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient, plain
 
 STREAM = "emq:{orders}:stream"

@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
 from fakekey.emq.scripts import SCRIPTS
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient
 
 NOW = 1_700_000_000_000

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient, plain
 
 Q = "emq:{orders}:"

@@ -26,7 +26,7 @@ from emq_jobs_helpers import (
     pairs,
 )
 
-from fakekey.server import Server
+from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient, plain
 
 JOBA, JOBP, JOBS, JOBD, JOBL, JOBX = (key(j) for j in ("JOBA", "JOBP", "JOBS", "JOBD", "JOBL", "JOBX"))

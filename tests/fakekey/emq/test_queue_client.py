@@ -16,7 +16,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from fakekey.emq import ClaimedJob, LaneJob, Queue, WireError
-from fakekey.server import Server
+from fakekey.net.server import Server
 
 NOW = 1_700_000_000_000
 WIRE4_DB, WIRE6_DB = 1, 2

@@ -17,7 +17,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from fakekey.emq import Queue
-from fakekey.server import Server
+from fakekey.net.server import Server
 
 NOW = 1_700_000_000_000
 GROUPS = ("a", "b", "c")

@@ -1,0 +1,1 @@
+"""Compatibility layers: the fakeredis drop-in."""

@@ -1,0 +1,1 @@
+"""Settings, their validation and limits, and the config-file reader."""

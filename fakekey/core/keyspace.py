@@ -1,0 +1,305 @@
+"""Databases: keys, lazy and active expiry, and the one funnel every write goes through.
+
+A string value is `bytes` (or `bytearray` once modified in place, Valkey's "raw"
+encoding); every other type is an object from `fakekey.types` with a `TYPE_NAME`.
+
+The write funnel (`written`, `deleted`, `set_value`) does, for every change to a key:
+bump WATCH state, delete a container left empty, mark the key ready for blocked clients,
+invalidate the key for client-side caches (`state.tracking`, fakekey/core/tracking.py) and
+emit the keyspace notification. Handlers call the funnel; they never do these themselves.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any, Final
+
+import fakekey.memory.lfu as lfu
+from fakekey.codecs.errors import WRONGTYPE
+from fakekey.memory.lazyfree import lazy_setting, release
+
+if TYPE_CHECKING:
+    from fakekey.core.client import Client
+    from fakekey.net.server import ServerState
+
+STRING_TYPES: Final = (bytes, bytearray)
+
+
+def type_name(value: Any) -> str:
+    if isinstance(value, STRING_TYPES):
+        return "string"
+    return value.TYPE_NAME
+
+
+class Database:
+    """One numbered database."""
+
+    __slots__ = (
+        "state", "index", "data", "expires", "access", "watched", "waiting", "scan_order",
+        "numbers_as_text", "lfu", "lfu_touched",
+    )
+
+    def __init__(self, state: ServerState, index: int) -> None:
+        self.state = state
+        self.index = index
+        self.data: dict[bytes, Any] = {}
+        self.expires: dict[bytes, int] = {}  # key -> unix ms deadline
+        self.access: dict[bytes, int] = {}  # key -> ms of last access (OBJECT IDLETIME)
+        self.watched: dict[bytes, set[Client]] = {}  # WATCH
+        self.waiting: dict[bytes, Any] = {}  # key -> FIFO of blocked clients
+        self.scan_order: Any = None  # SCAN's cached key order (commands/keys.py)
+        # strings that read as integers but are not stored as one (INCRBYFLOAT's result:
+        # Valkey keeps it embstr): OBJECT ENCODING asks; any new value or removal forgets
+        self.numbers_as_text: set[bytes] = set()
+        # key -> Valkey's packed LFU counter (fakekey/memory/lfu.py), kept under an LFU policy
+        self.lfu: dict[bytes, int] = {}
+        self.lfu_touched: tuple[bytes, int] | None = None  # (key, command) last counted
+
+    # --- reads -------------------------------------------------------------------------
+
+    def lookup(self, key: bytes) -> Any:
+        """The live value of `key` or None; an expired key is deleted on the way."""
+        value = self.data.get(key)
+        if value is None:
+            if self.state.notify_flags:
+                self.state.notify_miss(self, key)
+            return None
+        if self.expires and key in self.expires and self._expire_if_due(key):
+            if self.state.notify_flags:
+                self.state.notify_miss(self, key)
+            return None
+        state = self.state
+        if state.touch_keys:
+            self.access[key] = state.now
+            if state.lfu_on:  # an LFU policy: the access counts (Valkey's updateLFU)
+                self.lfu_access(key)
+        return value
+
+    def lfu_access(self, key: bytes) -> None:
+        """Valkey's updateLFU for one access to `key` (once per command and key)."""
+        state = self.state
+        self.lfu_touched = (key, state.commands_processed)
+        self.lfu[key] = lfu.accessed(self.lfu.get(key) or lfu.fresh(state.now), state.now,
+                                     state.config.values["lfu-decay-time"],
+                                     state.config.values["lfu-log-factor"])
+
+    def lookup_type(self, key: bytes, kind: type) -> Any:
+        """The value if it is of `kind`, None if absent; WRONGTYPE otherwise."""
+        value = self.lookup(key)
+        if value is None or type(value) is kind:
+            return value
+        raise WRONGTYPE
+
+    def lookup_string(self, key: bytes) -> bytes | bytearray | None:
+        value = self.lookup(key)
+        if value is None or type(value) is bytes or type(value) is bytearray:
+            return value
+        raise WRONGTYPE
+
+    def exists(self, key: bytes) -> bool:
+        found = key in self.data and not (
+            self.expires and key in self.expires and self._expire_if_due(key)
+        )
+        if not found and self.state.notify_flags:
+            self.state.notify_miss(self, key)
+        return found
+
+    def ttl_ms(self, key: bytes) -> int | None:
+        return self.expires.get(key)
+
+    # --- the write funnel ----------------------------------------------------------------
+
+    def set_value(
+        self,
+        key: bytes,
+        value: Any,
+        *,
+        keep_ttl: bool = False,
+        event: str | None = None,
+        klass: str = "g",
+    ) -> None:
+        """Store `value` at `key` (new or replacing), clearing its TTL unless kept."""
+        old = self.data.get(key)
+        if self.state.lfu_on:
+            # a new value starts at LFU_INIT_VAL; an overwrite keeps its counter, and counts
+            # the access Valkey's setKey makes looking the key up (unless this command did)
+            if old is None:
+                self.lfu[key] = lfu.fresh(self.state.now)
+            elif self.state.touch_keys and self.lfu_touched != (key, self.state.commands_processed):
+                self.lfu_access(key)
+        if old is None:
+            if self.state.notify_flags:
+                self.state.notify(self, "n", "new", key)
+        elif old is not value and type(old) is not bytes:  # a replaced value is freed
+            release(self.state, old, lazy_setting(self.state, "server-del"))
+        self.data[key] = value
+        if self.numbers_as_text:
+            self.numbers_as_text.discard(key)
+        if not keep_ttl and self.expires:
+            self.expires.pop(key, None)
+        self.access[key] = self.state.now
+        self.written(key, event, klass)
+
+    def written(self, key: bytes, event: str | None = None, klass: str = "g") -> None:
+        """After any change to `key`'s value: WATCH, readiness, notification, empties.
+
+        An emptied container is deleted, and announced as `del` after the command's own
+        event, as Valkey does. Each change counts one in the dirty counter (INFO
+        rdb_changes_since_last_save) except a new deadline: it belongs to the value
+        written with it (SET EX), or its command counts it (EXPIRE: fakekey/core/dirty.py)."""
+        if event != "expire":
+            self.state.dirty += 1
+        value = self.data.get(key)
+        emptied = value is not None and not isinstance(value, STRING_TYPES) and not value
+        if emptied:
+            self._remove(key)  # an emptied container does not exist
+        if self.watched:
+            self._touch_watchers(key)
+        if self.waiting and key in self.waiting and key in self.data:
+            self.state.blocking.signal(self, key)
+        if self.state.tracking:  # client-side caching: the readers' invalidation
+            self.state.tracking.invalidate(key)
+        if self.state.memory is not None:  # maxmemory: the key's new estimate (fakekey/memory/eviction.py)
+            self.state.memory.changed(self, key)
+        if self.state.notify_flags:
+            if event is not None:
+                self.state.notify(self, klass, event, key)
+            if emptied:
+                self.state.notify(self, "g", "del", key)
+
+    def delete(self, key: bytes, event: str | None = "del", lazy: bool | None = None) -> bool:
+        """Remove a key. Its value is freed (lazily per `lazy`, by default per
+        lazyfree-lazy-server-del) unless it lives on under another name (RENAME, MOVE)."""
+        value = self.data.get(key)
+        if value is None:
+            return False
+        if self.expires and key in self.expires and self._expire_if_due(key):
+            return False
+        self._remove(key)
+        if type(value) is not bytes and event not in ("rename_from", "move_from"):
+            release(self.state, value, lazy_setting(self.state, "server-del") if lazy is None else lazy)
+        self.state.dirty += 1
+        if self.watched:
+            self._touch_watchers(key)
+        if self.waiting and key in self.waiting:
+            self.state.blocking.signal_deleted(self, key)
+        if self.state.tracking:
+            self.state.tracking.invalidate(key)
+        if event is not None and self.state.notify_flags:
+            self.state.notify(self, "g", event, key)
+        return True
+
+    def set_expire(self, key: bytes, when_ms: int) -> None:
+        self.expires[key] = when_ms  # a dirty change counted by its command (fakekey/core/dirty.py)
+
+    def persist(self, key: bytes) -> bool:
+        return self.expires.pop(key, None) is not None
+
+    def _remove(self, key: bytes) -> None:
+        del self.data[key]
+        if self.state.memory is not None:
+            self.state.memory.removed(self, key)
+        if self.numbers_as_text:
+            self.numbers_as_text.discard(key)
+        self.access.pop(key, None)
+        if self.lfu:
+            self.lfu.pop(key, None)
+        if self.expires:
+            self.expires.pop(key, None)
+
+    def _touch_watchers(self, key: bytes) -> None:
+        """A watched key changed: its watchers' EXEC will abort. A key that was already
+        expired when watched and is now gone counts as unchanged (as Valkey)."""
+        clients = self.watched.get(key)
+        if not clients:
+            return
+        gone = key not in self.data
+        for client in clients:
+            entry = (self, key)
+            if client.watching.get(entry) and gone:
+                client.watching[entry] = False
+                continue
+            client.watch_dirty = True
+
+    def touch_all_watchers(self, other: Database | None = None) -> None:
+        """FLUSHDB/FLUSHALL/SWAPDB: watchers of keys that exist here (or in `other`, the
+        database swapped in) are dirty; watched keys that exist nowhere are not."""
+        for key, clients in self.watched.items():
+            if key in self.data or (other is not None and key in other.data):
+                for client in clients:
+                    client.watch_dirty = True
+
+    def is_expired(self, key: bytes) -> bool:
+        """Logically expired (deadline passed) but not yet deleted."""
+        when = self.expires.get(key)
+        return when is not None and self.state.now > when and key in self.data
+
+    # --- expiry --------------------------------------------------------------------------
+
+    def _expire_if_due(self, key: bytes) -> bool:
+        when = self.expires.get(key)
+        if when is None or self.state.now <= when:
+            return False
+        if self.state.paused is None:  # CLIENT PAUSE: expired, but kept until it ends
+            self.expire_now(key)
+        return True
+
+    def expire_now(self, key: bytes) -> None:
+        """Delete a key whose time has passed, as an expiry (not a DEL)."""
+        value = self.data[key]
+        self._remove(key)
+        if type(value) is not bytes:
+            release(self.state, value, lazy_setting(self.state, "expire"))
+        self.state.stats["expired_keys"] += 1
+        if self.state.aof is not None:  # logged as a removal where it happened
+            self.state.aof.expired(self.index, key)
+        if self.watched:
+            self._touch_watchers(key)
+        if self.waiting and key in self.waiting:
+            self.state.blocking.signal_deleted(self, key)
+        if self.state.notify_flags:
+            self.state.notify(self, "x", "expired", key)
+        if self.state.tracking:  # after `expired`, as Valkey's deleteExpiredKeyAndPropagate
+            self.state.tracking.invalidate(key)
+
+    def expire_due(self, now: int, budget: int | None = None) -> int:
+        """Active expiry: delete keys whose deadline passed (all, or a random sample)."""
+        expires = self.expires
+        if not expires:
+            return 0
+        if budget is None or budget >= len(expires):
+            due = [k for k, when in expires.items() if now > when]
+        else:
+            sample = random.sample(list(expires), budget)
+            due = [k for k in sample if now > expires[k]]
+        for key in due:
+            self.expire_now(key)
+        return len(due)
+
+    # --- whole database --------------------------------------------------------------------
+
+    def flush(self) -> None:
+        self.touch_all_watchers()
+        # waiters that care about deletion (XREADGROUP) are told, as for DEL
+        gone = [key for key in self.waiting if key in self.data] if self.waiting else []
+        if self.state.memory is not None:
+            self.state.memory.flushed(self)
+        self.data.clear()
+        self.expires.clear()
+        self.access.clear()
+        self.lfu.clear()
+        self.numbers_as_text.clear()
+        for key in gone:
+            self.state.blocking.signal_deleted(self, key)
+
+    def random_key(self) -> bytes | None:
+        while self.data:
+            key = random.choice(list(self.data))
+            if not self._expire_if_due(key):
+                return key
+            if self.state.paused is not None:  # expired keys stay while paused
+                return None
+        return None
+
+    def __len__(self) -> int:
+        return len(self.data)

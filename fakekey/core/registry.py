@@ -1,0 +1,320 @@
+"""The command registry: every command declared once, with the facts Valkey publishes.
+
+Dispatch, arity and unknown-command errors, MULTI queueing, script permissions, ACL
+categories and COMMAND INFO/DOCS/LIST/GETKEYS are all derived from these declarations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from fakekey.codecs.numbers import try_int
+
+if TYPE_CHECKING:
+    from fakekey.commands.doc_data import CommandDocs
+
+Handler = Callable[..., Any]
+
+# Flags that make Valkey add an implicit ACL category (setImplicitACLCategories).
+_IMPLICIT_CATEGORIES = (
+    ("write", "write"),
+    ("readonly", "read"),
+    ("admin", "admin"),
+    ("pubsub", "pubsub"),
+    ("fast", "fast"),
+    ("blocking", "blocking"),
+)
+
+# ACL CAT order: COMMAND INFO lists a command's categories in this order.
+ACL_CATEGORIES = (
+    "keyspace", "read", "write", "set", "sortedset", "list", "hash", "string", "bitmap",
+    "hyperloglog", "geo", "stream", "pubsub", "admin", "fast", "slow", "blocking",
+    "dangerous", "connection", "transaction", "scripting",
+)
+_CATEGORY_RANK = {name: i for i, name in enumerate(ACL_CATEGORIES)}
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """Where a command's keys are: a range (first, last, step) or a count argument.
+
+    `last` follows Valkey's legacy triple: -1 = the last argument, -2 = all but the last.
+    With `numkeys_at` set, the count of keys is argument `numkeys_at` and the keys follow it.
+    """
+
+    first: int
+    last: int = 0
+    step: int = 1
+    flags: tuple[str, ...] = ()
+    numkeys_at: int = 0
+    limit: int = 0  # for ranges ending at -1 with a fixed divisor (MSET: every 2nd)
+    # A keyword spec (XREAD STREAMS, GEORADIUS STORE): the keys start after `keyword`,
+    # searched from argument `startfrom` (negative: backwards from the end); `first` is
+    # unused and `last` is relative to the first key (0 = one key, -1 = to the end).
+    keyword: str = ""
+    startfrom: int = 0
+    notes: str = ""  # COMMAND INFO's key spec notes
+    # An "unknown" spec (SORT's BY/GET patterns and STORE): COMMAND INFO shows begin_search
+    # and find_keys as unknown; `finder(argv)`, when given, finds the keys (Valkey's getkeys
+    # function), otherwise the spec finds none.
+    unknown: bool = False
+    finder: Callable[[list[bytes]], list[int]] | None = None
+
+
+@dataclass
+class Command:
+    name: str  # lower case, "parent|sub" for subcommands
+    arity: int
+    flags: frozenset[str]
+    handler: Handler | None
+    keys: tuple[KeySpec, ...] = ()
+    acl: tuple[str, ...] = ()
+    group: str = "generic"
+    since: str = "1.0.0"
+    summary: str = ""
+    complexity: str = ""
+    doc_flags: tuple[str, ...] = ()
+    get_keys: Callable[[list[bytes]], list[int]] | None = None
+    tips: tuple[str, ...] = ()  # COMMAND INFO's tips (request_policy:..., nondeterministic_output)
+    module: str = ""  # the emulated module that declares it ("trafikey"); "" for built-ins
+    docs: CommandDocs | None = None  # COMMAND DOCS' arguments and history (doc_data.attach)
+    subcommands: dict[bytes, Command] = field(default_factory=dict)
+    parent: Command | None = None
+    calls: int = 0
+    usec: int = 0  # blocked commands' time answering their timeout or unblock
+    ns: int = 0  # time its runs took (ServerState.run_command); INFO shows usec + ns // 1000
+    failed_calls: int = 0
+    rejected_calls: int = 0
+
+    @property
+    def full_name(self) -> str:
+        return self.name
+
+    @property
+    def categories(self) -> list[str]:
+        cats = [c for flag, c in _IMPLICIT_CATEGORIES if flag in self.flags]
+        if "scripting" in self.acl and "read" in cats:
+            cats.remove("read")  # Valkey leaves read-only scripting commands out of @read
+        cats.extend(a for a in self.acl if a not in cats)
+        if "fast" not in self.flags and "slow" not in cats:
+            cats.append("slow")
+        return sorted(cats, key=lambda c: _CATEGORY_RANK.get(c, len(_CATEGORY_RANK)))
+
+    def key_positions(self, argv: list[bytes]) -> list[int]:
+        """Indexes into argv of this call's keys (for ACL, GETKEYS, CROSSSLOT)."""
+        if self.get_keys is not None:
+            return self.get_keys(argv)
+        out: list[int] = []
+        for spec in self.keys:
+            out.extend(find_keys(spec, argv) or ())
+        return out
+
+    def legacy_range(self) -> tuple[int, int, int]:
+        """(first, last, step) of COMMAND INFO, derived from the key specs as Valkey does:
+        one plain range spec is taken whole; otherwise consecutive step-1 range specs
+        are merged and every other spec makes the command movable."""
+        return _legacy_range(self.keys)[0]
+
+    def movable_keys(self) -> bool:
+        """Whether COMMAND INFO flags this command `movablekeys`."""
+        return "movablekeys" in self.flags or self.get_keys is not None or _legacy_range(self.keys)[1]
+
+
+def _legacy_range(specs: tuple[KeySpec, ...]) -> tuple[tuple[int, int, int], bool]:
+    """((first, last, step), movable) as Valkey's populateCommandLegacyRangeSpec makes them."""
+    plain = [s for s in specs if not s.numkeys_at and not s.keyword and not s.unknown]
+    if len(specs) == 1 and plain:
+        spec = plain[0]
+        return (spec.first, spec.last, spec.step), "incomplete" in spec.flags
+    movable = len(plain) != len(specs)
+    first = last = 0
+    for spec in plain:
+        if spec.step != 1 or (last and last != spec.first - 1):
+            movable = True
+            continue
+        movable = movable or "incomplete" in spec.flags
+        first = min(first, spec.first) if first else spec.first
+        # Valkey compares lasts as unsigned: a from-the-end (negative) last wins.
+        last = max(last, spec.last, key=lambda x: (x < 0, x))
+    if not first:
+        return (0, 0, 0), bool(specs)
+    return (first, last, 1), movable
+
+
+def _keyword_begin(spec: KeySpec, argv: list[bytes]) -> int | None:
+    """Index of the first key of a keyword spec, or None when the keyword is absent."""
+    argc = len(argv)
+    word = spec.keyword.encode().lower()
+    if spec.startfrom >= 0:
+        indexes = range(spec.startfrom, argc)
+    else:
+        indexes = range(argc + spec.startfrom, 0, -1)
+    for i in indexes:
+        if argv[i].lower() == word:
+            return i + 1
+    return None
+
+
+def find_keys(spec: KeySpec, argv: list[bytes]) -> list[int] | None:
+    """The key indexes one spec finds in argv; None when the arguments contradict it (a
+    bad numkeys, keys past the end), which COMMAND GETKEYS reports as invalid."""
+    argc = len(argv)
+    if spec.unknown:
+        return spec.finder(argv) if spec.finder is not None else []
+    if spec.keyword:
+        first = _keyword_begin(spec, argv)
+        if first is None:
+            return []
+        last = spec.last if spec.last < 0 else first + spec.last
+    elif spec.numkeys_at:
+        if spec.numkeys_at >= argc:
+            return None
+        count = try_int(argv[spec.numkeys_at])
+        if count is None:
+            return None
+        if count <= 0:
+            return [] if count == 0 else None
+        first = spec.numkeys_at + 1
+        last = first + (count - 1) * spec.step
+        return list(range(first, last + 1, spec.step)) if last < argc else None
+    else:
+        first, last = spec.first, spec.last
+    if last < 0:
+        if spec.limit > 1:
+            last = first + (argc - first) // spec.limit - 1
+        else:
+            last = argc + last
+    if first >= argc or last >= argc or last < first:
+        return None
+    return list(range(first, last + 1, spec.step))
+
+
+class Registry:
+    """All commands by lower-case name; lookup tolerates any case of the name."""
+
+    def __init__(self) -> None:
+        self.commands: dict[bytes, Command] = {}
+        self.by_exact_name: dict[bytes, Command | None] = {}
+
+    def add(self, cmd: Command) -> Command:
+        if "|" in cmd.name:
+            parent_name, sub = cmd.name.split("|", 1)
+            parent = self.commands[parent_name.encode()]
+            cmd.parent = parent
+            cmd.group = parent.group
+            parent.subcommands[sub.encode()] = cmd
+        else:
+            self.commands[cmd.name.encode()] = cmd
+        self.by_exact_name.clear()
+        return cmd
+
+    def lookup(self, name: bytes) -> Command | None:
+        cmd = self.by_exact_name.get(name)
+        if cmd is None:
+            cmd = self.commands.get(name.lower())
+            if cmd is not None and len(self.by_exact_name) < 4096:
+                self.by_exact_name[name] = cmd
+        return cmd
+
+    def all(self) -> Iterable[Command]:
+        return self.commands.values()
+
+    def without_module(self, module: str) -> Registry:
+        """A registry of the same commands less those `module` declares (a server started
+        with that module turned off). The commands are shared, not copied."""
+        view = Registry()
+        view.commands = {name: cmd for name, cmd in self.commands.items() if cmd.module != module}
+        return view
+
+
+REGISTRY = Registry()
+
+
+def command(
+    name: str,
+    arity: int,
+    flags: str = "",
+    *,
+    keys: Iterable[KeySpec] | KeySpec | None = None,
+    acl: str = "",
+    group: str = "generic",
+    since: str = "1.0.0",
+    summary: str = "",
+    complexity: str = "O(1)",
+    doc_flags: str = "",
+    get_keys: Callable[[list[bytes]], list[int]] | None = None,
+    tips: str = "",
+    module: str = "",
+) -> Callable[[Handler], Handler]:
+    """Declare a command next to its handler. `name` may be "parent|sub". A module's
+    command carries Valkey's `module` flag and belongs to the group `module`."""
+
+    if isinstance(keys, KeySpec):
+        keys = (keys,)
+
+    def register(fn: Handler) -> Handler:
+        REGISTRY.add(
+            Command(
+                name=name.lower(),
+                arity=arity,
+                flags=frozenset(flags.split() + (["module"] if module else [])),
+                handler=fn,
+                keys=tuple(keys or ()),
+                acl=tuple(acl.split()),
+                group=group,
+                since=since,
+                summary=summary,
+                complexity=complexity,
+                doc_flags=tuple(doc_flags.split()),
+                get_keys=get_keys,
+                tips=tuple(tips.split()),
+                module=module,
+            )
+        )
+        return fn
+
+    return register
+
+
+def container(
+    name: str,
+    *,
+    group: str,
+    since: str,
+    summary: str,
+    acl: str = "",
+    complexity: str = "Depends on subcommand.",
+) -> None:
+    """Declare a command that only holds subcommands (CLIENT, CONFIG, OBJECT, ...)."""
+    REGISTRY.add(
+        Command(
+            name=name.lower(),
+            arity=-2,
+            flags=frozenset(),
+            handler=None,
+            acl=tuple(acl.split()),
+            group=group,
+            since=since,
+            summary=summary,
+            complexity=complexity,
+        )
+    )
+
+
+def keys_range(first: int, last: int = 0, step: int = 1, flags: str = "") -> KeySpec:
+    if last == 0:
+        last = first
+    return KeySpec(first, last, step, tuple(flags.split()))
+
+
+def keys_numkeys(at: int, flags: str = "") -> KeySpec:
+    return KeySpec(at + 1, 0, 1, tuple(flags.split()), numkeys_at=at)
+
+
+def keys_keyword(
+    keyword: str, startfrom: int, last: int = 0, step: int = 1, limit: int = 0, flags: str = ""
+) -> KeySpec:
+    """Keys that follow a keyword (XREAD ... STREAMS k1 k2 id1 id2: last=-1, limit=2)."""
+    return KeySpec(0, last, step, tuple(flags.split()), limit=limit, keyword=keyword, startfrom=startfrom)

@@ -1,0 +1,495 @@
+"""The logical server: databases, clients, configuration, the clock, statistics, and the
+one place a command is run (`call`), which every caller goes through: the network, MULTI,
+scripts."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from asyncio import _get_running_loop
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Final
+
+from fakekey import VALKEY_VERSION, __version__
+from fakekey.commands import load_all
+from fakekey.commands.args import c_text, wrong_args
+from fakekey.commands.hashes import expire_hash_fields
+from fakekey.commands.observability import (
+    feed_monitors,
+    feeds_monitor_after,
+    log_command,
+    refuse_for_monitor,
+    stop_monitoring,
+)
+from fakekey.commands.transactions import abort_exec
+from fakekey.config.settings import Config, parse_obuf_limits
+from fakekey.core.blocking import Blocking
+from fakekey.core.channels import PubSub, parse_notify_flags
+from fakekey.core.clock import Clock
+from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST, SETTINGS, SLOW, CommandLog
+from fakekey.core.dirty import install as install_dirty_rules
+from fakekey.core.keyspace import Database
+from fakekey.core.pause import Pause
+from fakekey.core.registry import REGISTRY, Command
+from fakekey.core.tracking import Tracking
+from fakekey.core.users import Users
+from fakekey.memory.eviction import MemoryTracker, maxmemory_changed, refuses
+from fakekey.modules.emq.layout import EMQ_MODULE, EMQ_MODULE_VERSION
+from fakekey.resp.replies import QUEUED, ReplyError
+
+if TYPE_CHECKING:
+    from fakekey.core.client import Client
+
+# the wall clock in ns, held as a constant: compiled code calls it without a dict lookup
+_time_ns: Final = time.time_ns
+
+NOAUTH = ReplyError("NOAUTH Authentication required.")
+SLOW_LOG_OFF = 1 << 62  # ns: no command runs this long
+# With no normal-class output limit, a client stops being read while it has this much
+# output unread (Valkey buffers without bound; see docs/differences.md).
+UNREAD_OUTPUT_PAUSE = 32 << 20
+# Run at once even inside MULTI (MULTI and WATCH are refused there by their no_multi flag).
+NOT_QUEUED = frozenset({"exec", "discard", "quit", "reset"})
+# What a RESP2 connection with subscriptions may still run.
+SUBSCRIBED_RESP2 = frozenset({
+    "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe",
+    "ping", "quit", "reset",
+})
+
+
+class ServerState:
+    """Everything a command can see, shared by all connections."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        load_all()
+        install_dirty_rules(REGISTRY)  # Valkey's dirty counts per command (fakekey/core/dirty.py)
+        self.config = config or Config()
+        self.clock = Clock()
+        self.now = self.clock.now_ms()  # the current command's time snapshot (ms)
+        # enable-emq-module no: the EMQ.* verbs are unknown and no module is listed
+        self.emq_enabled = self.config["enable-emq-module"]
+        self.registry = REGISTRY if self.emq_enabled else REGISTRY.without_module(EMQ_MODULE)
+        self._by_exact_name = self.registry.by_exact_name  # shared lookup cache (any case)
+        self.commands_processed = 0
+        self.dbs = [Database(self, i) for i in range(self.config["databases"])]
+        self.clients: dict[int, Client] = {}
+        self.users = Users()  # users, their rules and the ACL log (fakekey/core/users.py)
+        self.acl = self.users  # AUTH and CLIENT KILL USER ask it
+        self.users.attach(self)
+        self._next_client_id = 2  # ids 1 and 2 are the EVAL and FUNCTION engines' clients
+        self.stats: Counter[str] = Counter()
+        self.error_stats: Counter[str] = Counter()
+        self.start_time = time.time()
+        self.start_ms = self.clock.now_ms()
+        self.lastsave = int(time.time())
+        self.dirty = 0
+        self.touch_keys = True
+        self.pubsub = PubSub(self)
+        self.notify_flags = parse_notify_flags(self.config["notify-keyspace-events"])
+        self.config.listeners.append(self._config_changed)
+        # client-output-buffer-limit per class, and the unread output past which a write
+        # looks at them (server.py Connection.check_output): one comparison per write
+        self.obuf_limits, self.obuf_check_at = self._output_limits()
+        # maxmemory (fakekey/memory/eviction.py): the used-memory tracker exists only while it is set
+        self.maxmemory = self.config["maxmemory"]
+        # an LFU maxmemory-policy: key accesses move Valkey's LFU counters (fakekey/memory/lfu.py)
+        self.lfu_on = self.config["maxmemory-policy"].endswith("-lfu")
+        self.memory: MemoryTracker | None = None
+        self.pre_command_oom = False  # out of memory as the running command began (scripts)
+        self.eviction_pool: list[tuple[int, int, bytes]] = []
+        self.next_eviction_db = 0
+        self.blocking = Blocking(self)
+        self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
+        self.scripts: Any = None  # the EVAL engine (commands/scripting.py), made on first use
+        self.script_runner: Any = None  # runs scripts (scripting/bridge.py), made on first use
+        self.functions: Any = None  # the FUNCTION engine's libraries (scripting/libraries.py), made on first use
+        # a script past busy-reply-threshold: the server is BUSY until it ends (scripting/bridge.py)
+        self.busy_script: Any = None
+        # connections with output to send at the end of this loop iteration (server.py)
+        self.uncork_queue: list[Any] = []
+        # the event loop serving this state, and its thread (set by Server): see running_loop
+        self.loop: Any = None
+        self.loop_ident = 0
+        self.current_client: Client | None = None  # whose command is running now
+        self.memory_peak = 0  # INFO memory's used_memory_peak (commands/admin.py)
+        self.migrate_links: dict[bytes, Any] = {}  # MIGRATE's cached connections (commands/dump.py)
+        self.run_id = os.urandom(20).hex()
+        self.replid = os.urandom(20).hex()  # INFO replication's master_replid
+        self.active_expire = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cron's expiry off
+        self.version = __version__
+        self.valkey_version = VALKEY_VERSION
+        self.shutdown_requested: Any = None
+        self.persistence: Any = None  # snapshots and the log (fakekey/persistence), set by Server
+        self.aof: Any = None  # the append-only log while appendonly is on (persistence/aof.py)
+        self.tcp_port = self.config["port"]
+        self.fakekey_enabled = self.config["enable-fakekey-commands"]
+        self.monitors: list[Client] = []  # MONITOR clients (commands/observability.py)
+        self.commandlog = CommandLog()  # SLOWLOG and COMMANDLOG (fakekey/core/commandlog.py)
+        self.slow_ns = self._slow_threshold_ns()  # run_command logs runs at least this long
+        # a request or a reply bigger than these goes to COMMANDLOG (server.py Connection)
+        self.large_request_at = self._size_threshold(LARGE_REQUEST)
+        self.large_reply_at = self._size_threshold(LARGE_REPLY)
+        # CLIENT TRACKING's table (fakekey/core/tracking.py); `tracking` is it only while in use
+        self.tracking_table = Tracking(self)
+        self.tracking: Tracking | None = None
+        self.paused: Pause | None = None  # CLIENT PAUSE in effect (fakekey/core/pause.py)
+
+    def running_loop(self) -> Any:
+        """The event loop this thread is running, or None: asyncio.get_running_loop()'s
+        answer without its cost (it asks the kernel for the process id, a system call,
+        on every call: once per request here)."""
+        loop = self.loop
+        if loop is None:  # a state driven without a Server
+            return _get_running_loop()
+        if threading.get_ident() == self.loop_ident and loop.is_running():
+            return loop
+        return None
+
+    # --- clients ------------------------------------------------------------------------
+
+    def next_client_id(self) -> int:
+        self._next_client_id += 1
+        return self._next_client_id
+
+    def add_client(self, client: Client) -> None:
+        self.clients[client.id] = client
+        self.stats["total_connections_received"] += 1
+
+    def remove_client(self, client: Client) -> None:
+        if self.busy_script is not None:  # the busy script owns the data until it ends
+            self.busy_script.after(self.remove_client, client)
+            return
+        self.clients.pop(client.id, None)
+        if client.monitor:
+            stop_monitoring(client)
+        self.blocking.forget(client)
+        if self.paused is not None:
+            self.paused.forget(client)
+        self.unwatch_all(client)
+        self.unsubscribe_all(client)
+        if client.tracking is not None:
+            self.tracking_table.disable(client)
+
+    def unwatch_all(self, client: Client) -> None:
+        for db, key in client.watching:
+            watchers = db.watched.get(key)
+            if watchers is not None:
+                watchers.discard(client)
+                if not watchers:
+                    del db.watched[key]
+        client.watching.clear()
+        client.watch_dirty = False
+
+    def unsubscribe_all(self, client: Client) -> None:
+        """Drop every subscription of `client` (disconnect, RESET)."""
+        self.pubsub.drop_client(client)
+
+    def _output_limits(self) -> tuple[dict[str, tuple[int, int, int]], int]:
+        """The limits by class, and the least backlog any of them (or, with no normal
+        limit, fakekey's pause for unread output) can act on."""
+        limits = self.config["client-output-buffer-limit"]
+        if isinstance(limits, str):  # the default, as text
+            limits = parse_obuf_limits(limits)
+        normal = limits.get("normal", (0, 0, 0))
+        thresholds = [size for klass in ("normal", "pubsub") for size in limits.get(klass, (0, 0, 0))[:2] if size]
+        if not (normal[0] or normal[1]):
+            thresholds.append(UNREAD_OUTPUT_PAUSE)
+        return limits, min(thresholds)
+
+    def output_hard_limit(self, klass: str) -> int:
+        """client-output-buffer-limit's hard limit for a class of clients (0: none)."""
+        return self.obuf_limits.get(klass, (0, 0, 0))[0]
+
+    def _config_changed(self, name: str, value: Any) -> None:
+        if name == "requirepass":  # the default user's password, as in Valkey
+            self.users.set_default_password(value)
+        elif name == "notify-keyspace-events":
+            self.notify_flags = parse_notify_flags(value)
+        elif name == "client-output-buffer-limit":
+            self.obuf_limits, self.obuf_check_at = self._output_limits()
+        elif name == "maxmemory":
+            maxmemory_changed(self, value)
+        elif name == "maxmemory-policy":
+            self.lfu_on = value.endswith("-lfu")
+        elif name in SETTINGS[SLOW]:
+            self.slow_ns = self._slow_threshold_ns()
+            self._trim_slow_log()
+        elif name in SETTINGS[LARGE_REQUEST] or name in SETTINGS[LARGE_REPLY]:
+            self.large_request_at = self._size_threshold(LARGE_REQUEST)
+            self.large_reply_at = self._size_threshold(LARGE_REPLY)
+            for kind in (LARGE_REQUEST, LARGE_REPLY):
+                entries = self.commandlog.logs[kind].entries
+                while len(entries) > max(0, self.config[SETTINGS[kind][1]]):
+                    entries.pop()
+
+    def _size_threshold(self, kind: str) -> int:
+        """commandlog-request/reply-larger-than in bytes; off (-1, or a max-len of 0): a
+        size nothing reaches."""
+        threshold, max_len = (self.config[name] for name in SETTINGS[kind])
+        return SLOW_LOG_OFF if threshold < 0 or max_len == 0 else threshold
+
+    def _slow_threshold_ns(self) -> int:
+        """commandlog-execution-slower-than in ns; off (-1, or a max-len of 0): never (an
+        int past any duration: the per-command comparison stays int to int)."""
+        threshold, max_len = (self.config[name] for name in SETTINGS[SLOW])
+        return SLOW_LOG_OFF if threshold < 0 or max_len == 0 else threshold * 1000
+
+    def _trim_slow_log(self) -> None:
+        """Valkey trims a log to its max-len after each command (the CONFIG SET too)
+        while the log is on."""
+        if self.slow_ns != SLOW_LOG_OFF:
+            entries = self.commandlog.logs[SLOW].entries
+            while len(entries) > self.config[SETTINGS[SLOW][1]]:
+                entries.pop()
+
+    def module_list(self) -> list[dict[bytes, object]]:
+        """Modules as HELLO and MODULE LIST describe them."""
+        modules: list[dict[bytes, object]] = [{b"name": b"lua", b"ver": 1, b"path": b"lua", b"args": []}]
+        if self.emq_enabled:
+            name = EMQ_MODULE.encode()
+            modules.append({b"name": name, b"ver": EMQ_MODULE_VERSION, b"path": name, b"args": []})
+        return modules
+
+    # --- time ---------------------------------------------------------------------------
+
+    def tick(self) -> int:
+        """Take the command's time snapshot; every reader during the command sees it."""
+        self.now = now = self.clock.now_ms()
+        return now
+
+    def expire_all_due(self) -> int:
+        """Delete every key whose deadline has passed (the clock moved)."""
+        now = self.tick()
+        if self.paused is not None:  # keys do not expire while clients are paused
+            return 0
+        removed = sum(db.expire_due(now) for db in self.dbs)
+        self._expire_fields(now)
+        return removed
+
+    def _expire_fields(self, now: int) -> None:
+        """Hash fields whose own deadline passed (after the keys' expiry, as Valkey)."""
+        for db in self.dbs:
+            expire_hash_fields(db, now)
+
+    def active_expire_cycle(self) -> None:
+        if self.busy_script is not None:  # the busy script owns the data and the clock
+            return
+        now = self.tick()
+        if self.paused is not None:  # keys do not expire while clients are paused
+            self.blocking.serve()
+            return
+        for db in self.dbs if self.active_expire else ():
+            if db.expires:
+                while db.expire_due(now, 20) > 5:
+                    pass
+        if self.active_expire:
+            self._expire_fields(now)
+        self.blocking.serve()
+
+    # --- running commands --------------------------------------------------------------
+
+    def lookup_command(self, argv: list[bytes]) -> Command | ReplyError:
+        """The command (or subcommand) for argv, or the arity/unknown error."""
+        cmd = self.registry.lookup(argv[0])
+        if cmd is None:
+            return unknown_command(argv)
+        if cmd.subcommands and (len(argv) >= 2 or cmd.handler is None):
+            # a container alone is an arity error; COMMAND alone runs COMMAND itself
+            if len(argv) < 2:
+                cmd.rejected_calls += 1  # INFO commandstats counts it on the container
+                return wrong_args(cmd.name)
+            sub = cmd.subcommands.get(argv[1].lower())
+            if sub is None:
+                return unknown_subcommand_error(cmd, argv[1])
+            cmd = sub
+        arity = cmd.arity
+        argc = len(argv)
+        if (arity > 0 and argc != arity) or argc < -arity:
+            cmd.rejected_calls += 1
+            return wrong_args(cmd.name)
+        return cmd
+
+    def call(self, client: Client, argv: list[bytes]) -> Any:
+        """Run one request from `client`: lookup, checks, MULTI queueing, execution."""
+        cmd = self._by_exact_name.get(argv[0])  # the hot path: a known name, as sent
+        if cmd is None or cmd.subcommands or (cmd.arity != len(argv) and (
+                cmd.arity > 0 or len(argv) < -cmd.arity)):
+            found = self.lookup_command(argv)
+            if isinstance(found, ReplyError):
+                if not client.authenticated and self._needs_auth(argv[0]):
+                    found = NOAUTH  # an unauthenticated client learns nothing from the error
+                return self._reject(client, found, argv[0].lower() == b"exec")
+            cmd = found
+        if not client.authenticated and "no_auth" not in cmd.flags and self.users.auth_required():
+            return self._reject(client, NOAUTH, cmd.name == "exec")
+        if not client.acl_unrestricted:  # the one ACL test an unrestricted client pays
+            refusal = self.users.check_call(client, cmd, argv)
+            if refusal is not None:
+                cmd.rejected_calls += 1
+                return self._reject(client, refusal, cmd.name == "exec")
+        if self.maxmemory and self.busy_script is None:  # evict, or refuse what may grow memory
+            refusal = refuses(self, client, cmd, argv)
+            if refusal is not None:
+                cmd.rejected_calls += 1
+                return self._reject(client, refusal, cmd.name == "exec")
+        if client.protocol == 2 and (client.channels or client.patterns or client.shard_channels):
+            if cmd.name not in SUBSCRIBED_RESP2:
+                return self._reject(client, ReplyError(
+                    f"ERR Can't execute '{cmd.name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE"
+                    " / PING / QUIT / RESET are allowed in this context"
+                ), cmd.name == "exec")
+        if client.monitor:
+            refusal = refuse_for_monitor(cmd)
+            if refusal is not None:
+                cmd.rejected_calls += 1
+                return self._reject(client, refusal, cmd.name == "exec")
+        if self.busy_script is not None:
+            return self._call_while_busy(client, cmd, argv)
+        if self.paused is not None:  # CLIENT PAUSE: the one test paid when nothing is paused
+            held = self.paused.hold(client, cmd, argv)
+            if held is not None:
+                return held
+        if client.in_multi and cmd.name not in NOT_QUEUED:
+            return self._queue(client, cmd, argv)
+        # run it under its own clock snapshot; serve the blocked clients it made ready after.
+        # One clock read gives the snapshot (the frozen time when the clock is frozen) and
+        # the start of the command's duration (INFO commandstats, the slow log).
+        started = _time_ns()
+        frozen = self.clock.frozen_us
+        self.now = started // 1_000_000 if frozen is None else frozen // 1000
+        self.current_client = client
+        reply = self.run_command(client, cmd, argv, started)
+        self.current_client = None
+        if self.blocking.ready:
+            self.blocking.serve()
+        return reply
+
+    def _needs_auth(self, name: bytes) -> bool:
+        """An unknown or malformed request from an unauthenticated client: NOAUTH unless
+        the command is one allowed before AUTH."""
+        cmd = self.registry.lookup(name)
+        return self.users.auth_required() and (cmd is None or "no_auth" not in cmd.flags)
+
+    def _call_while_busy(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
+        """A script past busy-reply-threshold owns the data and the clock: only commands
+        flagged allow_busy run, without a clock snapshot or serving blocked clients."""
+        refusal = self.busy_script.refuse(client, cmd, argv)
+        if refusal is not None:
+            return self._count_error(refusal)
+        if client.in_multi and cmd.name not in NOT_QUEUED:
+            return self._queue(client, cmd, argv)
+        return self.run_command(client, cmd, argv)
+
+    def run_command(self, client: Client, cmd: Command, argv: list[bytes], started: int = 0) -> Any:
+        """The handler call alone: inside EXEC and scripts, commands share the clock
+        snapshot of the outer command and wake nobody until it ends. `started`: the wall
+        clock's ns when `call` began it (else read here), for the command's duration."""
+        if not client.acl_unrestricted:  # EXEC and woken clients: the rules may have changed
+            refusal = self._acl_recheck(client, cmd, argv)
+            if refusal is not None:
+                return self._count_error(refusal)
+        client.cmd = cmd
+        # CLIENT NO-TOUCH: this client's reads leave access times alone, except TOUCH
+        self.touch_keys = not client.no_touch or cmd.name == "touch"
+        self.commands_processed += 1
+        cmd.calls += 1
+        monitors = self.monitors
+        if monitors and "skip_monitor" in cmd.flags:  # scripts are shown before they run
+            feed_monitors(self, client, argv)
+        if not started:
+            started = _time_ns()
+        try:
+            if self.aof is None:
+                reply = cmd.handler(client, argv)  # type: ignore[misc]
+            else:  # appendonly: the log records what the command changed
+                reply = self.aof.run(client, cmd, argv)
+        except ReplyError as err:
+            # many errors are shared instances (WRONGTYPE, SYNTAX...): each raise would
+            # add its frames, and with them the request's arguments, to one traceback
+            err.__traceback__ = None
+            cmd.failed_calls += 1
+            reply = self._count_error(err)
+        elapsed = _time_ns() - started  # the wall clock: a step back shortens one duration
+        cmd.ns += elapsed
+        if elapsed >= self.slow_ns and "skip_commandlog" not in cmd.flags and client.blocked is None:
+            log_command(self, client, argv, elapsed // 1000)
+        if monitors and feeds_monitor_after(cmd) and self.blocking.reprocessing is None:
+            feed_monitors(self, client, argv)
+        if self.tracking is not None:  # client-side caching: the keys it read (fakekey/core/tracking.py)
+            self.tracking.after_command(self.current_client or client, client, cmd, argv)
+        return reply
+
+    def _acl_recheck(self, client: Client, cmd: Command, argv: list[bytes]) -> ReplyError | None:
+        """A restricted client's command run again after its first check: a queued one at
+        EXEC, a blocked one when woken (Valkey checks both again)."""
+        waking = self.blocking.reprocessing
+        if waking is not None and waking.client is client:
+            return self.users.check_call(client, cmd, argv)
+        if self.deny_blocking and client is self.current_client:
+            return self.users.check_queued(client, cmd, argv)
+        return None
+
+    def _queue(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
+        """Inside MULTI: queue the command, or refuse it and doom the transaction."""
+        if "no_multi" in cmd.flags:
+            client.doom_transaction()
+            return self._count_error(
+                ReplyError(f"ERR Command '{cmd.name}' not allowed inside a transaction")
+            )
+        if not (client.multi_error or client.watch_dirty):  # a doomed one keeps nothing, as Valkey
+            client.multi_queue.append((cmd, argv))
+        return QUEUED
+
+    def _reject(self, client: Client, refusal: ReplyError, is_exec: bool) -> ReplyError:
+        """A request refused before it runs dooms the transaction; refusing EXEC itself
+        ends it (Valkey's rejectCommand)."""
+        if is_exec:
+            refusal = abort_exec(client, refusal)
+        elif client.in_multi:
+            client.doom_transaction()
+        if client.tracking is not None and not client.in_multi:
+            client.tracking.caching = False  # a refused request ends CLIENT CACHING too
+        return self._count_error(refusal)
+
+    def _count_error(self, err: ReplyError) -> ReplyError:
+        self.stats["total_error_replies"] += 1
+        self.error_stats[error_code(err.message)] += 1
+        return err
+
+    # --- notifications (keyspace events are emitted by the write funnel) -------------
+
+    def notify_miss(self, db: Database, key: bytes) -> None:
+        """A read found no key: `keymiss` (class m), for read-only commands' lookups."""
+        cmd = self.current_client.cmd if self.current_client is not None else None
+        if "m" in self.notify_flags and cmd is not None and "readonly" in cmd.flags:
+            self.pubsub.notify(db, "m", "keymiss", key)
+
+    def notify(self, db: Database, klass: str, event: str, key: bytes) -> None:
+        """A keyspace notification (callers check `notify_flags` first: it is cheap)."""
+        self.pubsub.notify(db, klass, event, key)
+
+
+def error_code(message: bytes) -> str:
+    """INFO errorstats' name for an error: the word before a space in its first 32 bytes,
+    else ERR (Valkey's afterErrorReply)."""
+    message = message.replace(b"\r", b" ").replace(b"\n", b" ")  # as the reply shows it
+    space = message.find(b" ", 0, 32)
+    return (message[:space] if space > 0 else b"ERR").decode("utf-8", "replace")
+
+
+def unknown_command(argv: list[bytes]) -> ReplyError:
+    """Valkey's text: the name cut at 128 bytes, then quoted args up to 128 bytes in all."""
+    args = b""
+    for arg in argv[1:]:
+        if len(args) >= 128:
+            break
+        args += b"'" + c_text(arg)[: 128 - len(args)] + b"' "
+    return ReplyError(
+        b"ERR unknown command '" + c_text(argv[0])[:128] + b"', with args beginning with: " + args
+    )
+
+
+def unknown_subcommand_error(cmd: Command, sub: bytes) -> ReplyError:
+    text = sub.decode("utf-8", "replace")
+    return ReplyError(f"ERR unknown subcommand '{text[:128]}'. Try {cmd.name.upper()} HELP.")

@@ -1,0 +1,337 @@
+"""Client-side caching (CLIENT TRACKING): the table of the keys tracking clients read,
+the broadcast prefixes, and the invalidation messages, as Valkey's tracking.c does them.
+
+The table maps a key name (for every database alike, as Valkey) to the ids of the clients
+that read it. A write to the key (the keyspace funnel calls `invalidate`) sends each of
+them one invalidation and forgets the key; entries of clients that left or turned
+tracking off are dropped lazily, on the key's next invalidation, as Valkey does (INFO's
+`tracking_total_items` counts them until then). Clients in BCAST mode read nothing into
+the table: they subscribe to prefixes, and the keys written under a prefix go out to them
+in one message per prefix at the end of the event loop's turn.
+
+`ServerState.tracking` is the table while anything needs it (a tracking client, a key in
+the table, a prefix), else None: the keyspace funnel and `run_command` test only that.
+This module imports nothing of the commands, the state or the server: clients are taken
+as objects with `id`, `protocol`, `push`, `tracking` and the pub/sub sets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from typing import TYPE_CHECKING, Any
+
+from fakekey.resp.replies import Raw
+
+if TYPE_CHECKING:
+    from fakekey.core.client import Client
+
+CHANNEL = b"__redis__:invalidate"  # RESP2 redirect targets get messages on it
+# "every key" after a flush: the null of the *tracking* client's protocol, even when the
+# message goes to a redirect target speaking the other one (Valkey's shared.null[c->resp])
+FLUSH_NULL = {2: Raw(b"$-1\r\n"), 3: Raw(b"_\r\n")}
+# read-only scripts: the commands they run are tracked, not the script's own keys
+SCRIPTS_RO = frozenset({"eval_ro", "evalsha_ro", "fcall_ro"})
+
+
+class ClientTracking:
+    """One client's CLIENT TRACKING state (Valkey's CLIENT_TRACKING_* flags)."""
+
+    __slots__ = ("redirect", "bcast", "optin", "optout", "noloop", "caching", "broken", "prefixes")
+
+    def __init__(self) -> None:
+        self.redirect = 0  # the client id invalidations go to; 0: this connection
+        self.bcast = False
+        self.optin = False
+        self.optout = False
+        self.noloop = False
+        self.caching = False  # CLIENT CACHING yes/no given for the next command
+        self.broken = False  # the redirect target is gone
+        self.prefixes: set[bytes] = set()  # BCAST prefixes
+
+    def flag_names(self) -> list[bytes]:
+        """CLIENT TRACKINGINFO's flags after `on`, in Valkey's order."""
+        names = []
+        if self.bcast:
+            names.append(b"bcast")
+        if self.optin:
+            names.append(b"optin")
+            if self.caching:
+                names.append(b"caching-yes")
+        if self.optout:
+            names.append(b"optout")
+            if self.caching:
+                names.append(b"caching-no")
+        if self.noloop:
+            names.append(b"noloop")
+        if self.broken:
+            names.append(b"broken_redirect")
+        return names
+
+    def list_flags(self) -> str:
+        """CLIENT LIST's letters: t tracking, R broken redirect, B broadcast."""
+        return "t" + ("R" if self.broken else "") + ("B" if self.bcast else "")
+
+
+class Prefix:
+    """A BCAST prefix: its subscribers, and the keys written under it this turn, each
+    with the client that wrote it last (NOLOOP leaves a client's own writes out)."""
+
+    __slots__ = ("clients", "keys")
+
+    def __init__(self) -> None:
+        self.clients: dict[Client, None] = {}
+        self.keys: dict[bytes, Client | None] = {}
+
+
+class Tracking:
+    """The server's tracking table (one per ServerState)."""
+
+    def __init__(self, state: Any) -> None:
+        self.state = state
+        self.keys: dict[bytes, set[int]] = {}  # key -> ids of the clients that read it
+        self.items = 0  # ids across the table (INFO tracking_total_items)
+        self.prefixes: dict[bytes, Prefix] = {}
+        # prefix length -> how many prefixes have it: a write looks up one slice per length
+        self.prefix_lengths: dict[int, int] = {}
+        self.clients = 0  # clients with tracking on (INFO tracking_clients)
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.broadcast_due = False
+        self._victims: list[bytes] = []  # a shuffled snapshot to evict from (max-keys)
+        self._evict_effort = 0  # Valkey's timeout_counter: rounds still over the limit
+
+    # --- turning tracking on and off --------------------------------------------------------
+
+    def enable(self, client: Client, redirect: int, bcast: bool, optin: bool, optout: bool,
+               noloop: bool, prefixes: list[bytes]) -> None:
+        """CLIENT TRACKING on (the options already checked): Valkey's enableTracking."""
+        t = client.tracking
+        if t is None:
+            t = client.tracking = ClientTracking()
+            self.clients += 1
+        t.redirect = redirect
+        t.broken = False
+        t.bcast, t.optin, t.optout, t.noloop = bcast, optin, optout, noloop  # CACHING stays
+        if bcast:
+            for prefix in prefixes or [b""]:
+                self._subscribe(client, prefix)
+        with contextlib.suppress(RuntimeError):  # for writes made on the script thread
+            self.loop = asyncio.get_running_loop()
+        self.state.tracking = self
+
+    def disable(self, client: Client) -> None:
+        """CLIENT TRACKING off, RESET, a disconnection: the client's prefixes go now; its
+        entries in the table go lazily."""
+        t = client.tracking
+        if t is None:
+            return
+        for prefix in t.prefixes:
+            bcast = self.prefixes[prefix]
+            bcast.clients.pop(client, None)
+            if not bcast.clients:
+                del self.prefixes[prefix]
+                self._count_length(len(prefix), -1)
+        client.tracking = None
+        self.clients -= 1
+        self._settle()
+
+    def _subscribe(self, client: Client, prefix: bytes) -> None:
+        bcast = self.prefixes.get(prefix)
+        if bcast is None:
+            bcast = self.prefixes[prefix] = Prefix()
+            self._count_length(len(prefix), 1)
+        bcast.clients[client] = None
+        client.tracking.prefixes.add(prefix)  # type: ignore[union-attr]
+
+    def _count_length(self, length: int, change: int) -> None:
+        count = self.prefix_lengths.get(length, 0) + change
+        if count:
+            self.prefix_lengths[length] = count
+        else:
+            del self.prefix_lengths[length]
+
+    def _settle(self) -> None:
+        """Off the hot paths once nothing is left to track."""
+        if not (self.keys or self.prefixes or self.clients):
+            self.state.tracking = None
+
+    # --- reads ------------------------------------------------------------------------------
+
+    def after_command(self, tracker: Client, client: Client, cmd: Any, argv: list[bytes]) -> None:
+        """After any command run (`tracker` is the connection whose request it is, `client`
+        the one running it: a script's own client inside a script). A read-only command
+        adds its keys to the table for a tracking client (Valkey's trackingRememberKeys);
+        the end of a request clears CLIENT CACHING, except inside MULTI and after CLIENT
+        subcommands. Then the table is held to tracking-table-max-keys (Valkey checks before
+        each command: the same between two commands)."""
+        t = tracker.tracking
+        if t is not None:
+            self._after_tracking_command(t, tracker, client, cmd, argv)
+        if len(self.keys) > self.state.config.values["tracking-table-max-keys"] > 0:
+            self.limit_keys()
+        elif self._evict_effort:
+            self._evict_effort = 0
+
+    def _after_tracking_command(self, t: ClientTracking, tracker: Client, client: Client,
+                                cmd: Any, argv: list[bytes]) -> None:
+        caching = t.caching
+        if "readonly" in cmd.flags and not t.bcast and cmd.name not in SCRIPTS_RO:
+            if not ((t.optin and not caching) or (t.optout and caching)):
+                self._remember(tracker.id, cmd, argv)
+        if caching and client is tracker and not tracker.in_multi and not self.state.deny_blocking:
+            parent = cmd.parent
+            if parent is None or parent.name != "client":
+                t.caching = False
+
+    def _remember(self, client_id: int, cmd: Any, argv: list[bytes]) -> None:
+        if "pubsub" in cmd.flags:  # shard channels are keys for routing, not data
+            return
+        try:
+            positions = cmd.key_positions(argv)
+        except (IndexError, ValueError):  # arguments the key finder cannot read: no keys
+            return
+        table = self.keys
+        for at in positions:
+            key = argv[at]
+            ids = table.get(key)
+            if ids is None:
+                ids = table[key] = set()
+            if client_id not in ids:
+                ids.add(client_id)
+                self.items += 1
+
+    def limit_keys(self) -> None:
+        """tracking-table-max-keys: evict random keys, each with its invalidation, as if
+        written, until the table fits (Valkey's trackingLimitUsedSlots, with its effort
+        growing while the table stays over the limit)."""
+        limit = self.state.config["tracking-table-max-keys"]
+        table = self.keys
+        if not limit or len(table) <= limit:
+            self._evict_effort = 0
+            return
+        effort = 100 * (self._evict_effort + 1)
+        while effort > 0 and len(table) > limit:
+            effort -= 1
+            if not self._victims:
+                self._victims = list(table)
+                random.shuffle(self._victims)
+            key = self._victims.pop()
+            if key in table:
+                self.invalidate(key, bcast=False, by_eviction=True)
+        self._evict_effort = 0 if len(table) <= limit else self._evict_effort + 1
+
+    # --- writes -----------------------------------------------------------------------------
+
+    def invalidate(self, key: bytes, bcast: bool = True, by_eviction: bool = False) -> None:
+        """`key` changed (or the table evicts it): tell the clients that read it, and queue
+        it for the BCAST prefixes it falls under (Valkey's trackingInvalidateKey). A client's
+        own message waits for the end of its command (Client.push defers it)."""
+        state = self.state
+        writer = None if by_eviction else state.current_client
+        if bcast and self.prefixes:
+            self._queue_broadcast(key, writer)
+        ids = self.keys.pop(key, None)
+        if ids is None:
+            return
+        self.items -= len(ids)
+        clients = state.clients
+        for client_id in ids:
+            target = clients.get(client_id)
+            t = target.tracking if target is not None else None
+            if t is None or t.bcast:  # gone, off, or switched to BCAST since it read
+                continue
+            if t.noloop and target is writer:
+                continue
+            self.send(target, [key])
+        self._settle()
+
+    def flushed(self) -> None:
+        """FLUSHALL/FLUSHDB (ASYNC too): every tracking client, BCAST ones included, is
+        told that every key is invalid (a null), and the table is emptied."""
+        for client in list(self.state.clients.values()):
+            if client.tracking is not None:
+                self.send(client, FLUSH_NULL[client.protocol])
+        self.keys.clear()
+        self.items = 0
+        self._victims = []
+        self._settle()
+
+    def _queue_broadcast(self, key: bytes, writer: Client | None) -> None:
+        queued = False
+        for length in self.prefix_lengths:
+            bcast = self.prefixes.get(key[:length]) if length <= len(key) else None
+            if bcast is not None:
+                bcast.keys[key] = writer
+                queued = True
+        if queued and not self.broadcast_due:
+            self.broadcast_due = True
+            self._schedule_broadcast()
+
+    def _schedule_broadcast(self) -> None:
+        """`broadcast` at the end of this turn of the event loop, after the replies of the
+        batch being run (Valkey sends them from beforeSleep)."""
+        try:
+            loop = self.loop = asyncio.get_running_loop()
+        except RuntimeError:  # the script thread: the loop thread waits for it
+            loop = self.loop
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(self.broadcast)
+                return
+        else:
+            loop.call_soon(self.broadcast)
+            return
+        self.broadcast()  # a state driven by hand, without a loop
+
+    def broadcast(self) -> None:
+        """The end of the loop's turn: each prefix's keys to its subscribers, one message
+        per prefix, keys and prefixes in byte order (Valkey's radix trees)."""
+        self.broadcast_due = False
+        for prefix in sorted(self.prefixes):
+            bcast = self.prefixes[prefix]
+            if not bcast.keys:
+                continue
+            written, bcast.keys = bcast.keys, {}
+            every = sorted(written)
+            for client in list(bcast.clients):
+                t = client.tracking
+                if t is not None and t.noloop:
+                    keys = [key for key in every if written[key] is not client]
+                    if keys:
+                        self.send(client, keys)
+                else:
+                    self.send(client, every)
+
+    # --- sending ----------------------------------------------------------------------------
+
+    def send(self, client: Client, payload: Any) -> None:
+        """One invalidation for tracking client `client` (Valkey's sendTrackingMessage):
+        a RESP3 push to itself or to its redirect target, or, for a RESP2 redirect target
+        in pub/sub mode, a message on __redis__:invalidate. A RESP2 client without a
+        redirect gets nothing; a gone target leaves the client `broken_redirect` (told by
+        a push if it speaks RESP3)."""
+        t = client.tracking
+        target = client
+        redirected = False
+        if t is not None and t.redirect:
+            target = self.state.clients.get(t.redirect)
+            if target is None:
+                t.broken = True
+                if client.protocol == 3:
+                    client.push([b"tracking-redir-broken", t.redirect])
+                return
+            redirected = True
+        if target.protocol == 3:
+            target.push([b"invalidate", payload])
+        elif redirected and (target.channels or target.patterns or target.shard_channels):
+            target.push([b"message", CHANNEL, payload])
+
+    # --- INFO -------------------------------------------------------------------------------
+
+    def info_stats(self) -> list[str]:
+        """INFO stats' tracking lines."""
+        return [
+            f"tracking_total_keys:{len(self.keys)}",
+            f"tracking_total_items:{self.items}",
+            f"tracking_total_prefixes:{len(self.prefixes)}",
+        ]

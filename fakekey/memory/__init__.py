@@ -1,0 +1,1 @@
+"""Memory policy: the used-memory estimate, eviction, LFU counters, lazy freeing."""

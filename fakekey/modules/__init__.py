@@ -1,0 +1,1 @@
+"""The emulated modules: EMQ's verbs."""

@@ -1,0 +1,61 @@
+"""EMQ.PAUSE, EMQ.RESUME, EMQ.STATS and EMQ.CAPS: a queue's switch and its counters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fakekey.modules.emq import host
+from fakekey.modules.emq.layout import Call, verb
+from fakekey.resp.replies import OK
+
+# EMQ.CAPS: one capability per verb, in the spec's order.
+CAPABILITIES = (
+    b"enqueue", b"claim", b"extend", b"complete", b"fail", b"release", b"promote",
+    b"stalled.check", b"reprocess", b"remove", b"pause", b"resume", b"stats", b"publish",
+    b"append", b"failures.incr",
+)
+
+
+@verb("pause", ("meta",), summary="Pause a queue: claims answer empty until it is resumed",
+      complexity="O(1)")
+def pause(call: Call) -> Any:
+    meta_key = call.keys[0]
+    host.hset(call, meta_key, host.read_hash(call, meta_key), b"paused", b"1")
+    return OK
+
+
+@verb("resume", ("meta",), summary="Resume a paused queue; rings nothing",
+      complexity="O(1)")
+def resume(call: Call) -> Any:
+    meta_key = call.keys[0]
+    host.hdel(call, meta_key, host.read_hash(call, meta_key), b"paused")
+    return OK
+
+
+def _stats_access(call: Call) -> None:
+    call.may_read(*(call.key(s) for s in (b"pending", b"schedule", b"active", b"dead")))
+
+
+@verb("stats", ("meta",), write=False, fast=True, access=_stats_access,
+      summary="A queue's set sizes, pause flag and completed counter",
+      complexity="O(1)")
+def stats(call: Call) -> Any:
+    meta = host.read_hash(call, call.keys[0])
+    sizes = [host.read_zset(call, call.key(s)) for s in (b"pending", b"schedule", b"active", b"dead")]
+    completed = host.int_field(meta, b"completed")
+    pending, scheduled, active, dead = (0 if zs is None else len(zs) for zs in sizes)
+    return {
+        b"pending": pending,
+        b"scheduled": scheduled,
+        b"active": active,
+        b"dead": dead,
+        b"paused": int(meta is not None and b"paused" in meta),
+        b"completed": completed,
+    }
+
+
+@verb("caps", (), write=False, fast=True,
+      summary="The capabilities this server's EMQ module serves, one per verb",
+      complexity="O(1)")
+def caps(call: Call) -> Any:
+    return list(CAPABILITIES)

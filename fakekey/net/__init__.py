@@ -1,0 +1,1 @@
+"""The network: the asyncio connection, the listeners, the Server object's lifecycle."""

@@ -1,0 +1,787 @@
+"""The network side: one asyncio Protocol per connection (read -> parse -> execute ->
+write), and `Server`, the object tests and the CLI start and stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime
+import errno
+import logging
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, Final
+
+from fakekey.commands.observability import log_command, request_size
+from fakekey.config.limits import adjust_open_files_limit
+from fakekey.config.settings import Config
+from fakekey.core.client import Client
+from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST
+from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
+from fakekey.persistence import Persistence
+from fakekey.resp.parser import ProtocolError
+from fakekey.resp.replies import NO_REPLY, QUEUED, ReplyError
+
+# held as a constant: compiled code compares a reply with it without a dict lookup
+_NO_REPLY: Final = NO_REPLY
+
+new_event_loop: Callable[[], asyncio.AbstractEventLoop]
+try:  # uvloop where installed
+    import uvloop
+
+    new_event_loop = uvloop.new_event_loop
+except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
+    new_event_loop = asyncio.new_event_loop
+
+def _is_blocked(client: Client) -> bool:
+    # a function, not an inline test: inside run's loop the type checker takes `blocked` for
+    # None (the loop's condition), and a compiled module would trust it; check_output may set it
+    return client.blocked is not None
+
+
+MAX_CLIENTS_ERROR = b"-ERR max number of clients reached\r\n"
+PROTECTED_MODE_DENIED = (
+    b"-DENIED Running in protected mode because protected mode is enabled and no password is set "
+    b"for the default user. In this mode connections are only accepted from the loopback interface. "
+    b"If you want to connect from external computers, you may adopt one of the following solutions: "
+    b"1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the "
+    b"loopback interface by connecting from the same host the server is running, however MAKE SURE "
+    b"it's not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change "
+    b"permanent. 2) Alternatively you can just disable the protected mode by editing the configuration "
+    b"file, and setting the protected mode option to 'no', and then restarting the server. 3) If you "
+    b"started the server manually just for testing, restart it with the '--protected-mode no' option. "
+    b"4) Set up an authentication password for the default user. NOTE: You only need to do one of the "
+    b"above things in order for the server to start accepting connections from the outside.\r\n"
+)
+log = logging.getLogger("fakekey.net.server")
+
+
+class Connection(asyncio.Protocol):
+    """One client connection. All requests of one read are answered in one write, at
+    the end of the loop iteration (see `write`)."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.transport: asyncio.Transport | None = None
+        self.client: Client | None = None
+        self.closing = False
+        self.out: list[bytes] | None = None  # the replies of the running batch
+        self.corked: list[bytes] = []  # bytes written outside a batch, sent at loop's turn
+        self.corked_bytes = 0
+        self._queued: tuple[int, int, Any] = (0, 0, None)  # see _queued_bytes
+        # COMMANDLOG large-request: once net_in passes this, a request may be large enough
+        # to measure (the bytes consumed at the last measure, plus the threshold)
+        self.request_mark = 0
+        self.soft_since = 0  # when the output passed its soft limit (s on the server clock), or 0
+
+    # --- asyncio callbacks --------------------------------------------------------------
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        self.loop = asyncio.get_running_loop()
+        state = self.state
+        peer = transport.get_extra_info("peername")
+        sock = transport.get_extra_info("sockname")
+        client = Client(state, self, _addr(peer), _addr(sock))
+        self.client = client
+        if len(state.clients) >= state.config["maxclients"]:
+            state.stats["rejected_connections"] += 1
+            transport.write(MAX_CLIENTS_ERROR)
+            self.close()
+            return
+        if protected_mode_refuses(state, peer):
+            transport.write(PROTECTED_MODE_DENIED)
+            self.close()
+            return
+        sockobj = transport.get_extra_info("socket")
+        if sockobj is not None and sockobj.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):
+                sockobj.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        state.add_client(client)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closing = True
+        if self.client is not None:
+            self.state.remove_client(self.client)
+
+    def eof_received(self) -> bool:
+        """The client has sent its last bytes: answer what it sent (the replies wait for
+        the end of the loop iteration), then close."""
+        self.uncork()
+        return False
+
+    def data_received(self, data: bytes) -> None:
+        client = self.client
+        if self.closing or client is None:
+            return
+        client.net_in += len(data)
+        parser = client.parser
+        parser.feed(data)
+        buffered = parser.buffered() + (self._queued_bytes(client) if client.multi_queue else 0)
+        if buffered > self.state.config.values["client-query-buffer-limit"]:
+            # Valkey frees the client at once, without a reply (even while it is blocked)
+            self.state.stats["client_query_buffer_limit_disconnections"] += 1
+            self.close()
+            return
+        if client.blocked is None:
+            self.run()
+
+    def _queued_bytes(self, client: Client) -> int:
+        """The arguments waiting in a MULTI queue count against the query buffer limit,
+        as in Valkey (argument bytes plus a pointer per argument). Summed incrementally:
+        `_queued` remembers (entries counted, their bytes, the last entry counted)."""
+        queue = client.multi_queue
+        if not queue or client.watch_dirty:  # a dirty transaction's queue is freed
+            return 0
+        counted, total, last = self._queued
+        if counted > len(queue) or (counted and queue[counted - 1] is not last):
+            counted, total = 0, 0  # a different queue since the last count
+        for _, argv in queue[counted:]:
+            total += sum(map(len, argv)) + 8 * len(argv)
+        self._queued = (len(queue), total, queue[-1])
+        return total
+
+    # --- the request cycle -----------------------------------------------------------------
+
+    def run(self) -> None:
+        """Parse and execute the buffered requests one at a time, as Valkey does, so a
+        request can change how the next is parsed (AUTH, CONFIG SET). Stops when the
+        client blocks (the rest stays unparsed until `resume`) or must close. Replies,
+        and anything sent to this client meanwhile (its own pub/sub messages), go out in
+        order in one write at the end of the loop iteration."""
+        client = self.client
+        assert client is not None
+        state = self.state
+        parser = client.parser
+        config = state.config
+        out: list[bytes] = []
+        self.out = out
+        error: ProtocolError | None = None
+        next_request = parser.next_request
+        limits_auth, limits_epoch = None, -1  # what the parse limits were last read for
+        pending = 0  # reply bytes of this batch since the last look at the output limits
+        while client.blocked is None and not (client.close_after_reply or client.killed):
+            # the request before may have changed the parse limits (AUTH, CONFIG SET)
+            if limits_auth is not client.authenticated or limits_epoch != config.epoch:
+                limits_auth, limits_epoch = client.authenticated, config.epoch
+                parser.authenticated = client.authenticated or not config["requirepass"]
+                parser.max_bulk = config["proto-max-bulk-len"]
+                self.request_mark = client.net_in - parser.buffered() + state.large_request_at
+            try:
+                argv = next_request()
+            except ProtocolError as err:
+                error = err
+                break
+            if argv is None:
+                break
+            reply = state.call(client, argv)
+            client.total_commands += 1
+            if client.net_in > self.request_mark:  # enough bytes came: measure the request
+                self._log_large_request(client, argv, reply)
+            if client.reply_mode == "on":
+                if type(reply) is bytes:  # a bulk string, the commonest reply: no dispatch
+                    out.append(b"$%d\r\n%s\r\n" % (len(reply), reply))
+                    pending += len(reply)
+                    if len(reply) > state.large_reply_at:
+                        self._log_large_reply(client, argv, len(out[-1]))
+                elif reply is not _NO_REPLY:
+                    out.append(data := client.encoder.encode(reply))
+                    pending += len(data)
+                    if len(data) > state.large_reply_at:
+                        self._log_large_reply(client, argv, len(data))
+                if pending > state.obuf_check_at:  # as Valkey, after each reply is added
+                    pending = 0
+                    out = self._flush_batch(out)
+                    if not self.check_output() or _is_blocked(client):
+                        break  # dropped, or paused until it reads
+            elif reply is not _NO_REPLY and client.reply_mode == "skip":
+                client.reply_mode = "on"
+            if client.deferred_pushes:
+                self.flush_deferred_pushes(client)
+        self.out = None
+        client.last_interaction_ms = state.now
+        if error is not None:
+            out.append(b"-ERR Protocol error: " + error.message + b"\r\n")
+            state.stats["total_error_replies"] += 1
+            state.error_stats["ERR"] += 1
+            client.close_after_reply = True
+        if out and not self.closing:
+            self.write(out[0] if len(out) == 1 else b"".join(out))
+        if client.close_after_reply or client.killed:
+            self.uncork()  # its replies go out before the connection closes
+            self.close()
+
+    def _log_large_request(self, client: Client, argv: list[bytes], reply: Any) -> None:
+        """COMMANDLOG large-request: a command that ran (not one queued in MULTI) whose
+        request passed commandlog-request-larger-than."""
+        state = self.state
+        self.request_mark = client.net_in - client.parser.buffered() + state.large_request_at
+        cmd = client.cmd
+        if reply is QUEUED or cmd is None or "skip_commandlog" in cmd.flags:
+            return
+        size = request_size(argv)
+        if size > state.large_request_at:
+            log_command(state, client, argv, size, LARGE_REQUEST)
+
+    def _log_large_reply(self, client: Client, argv: list[bytes], size: int) -> None:
+        """COMMANDLOG large-reply: a command's reply passed commandlog-reply-larger-than
+        (EXEC logs its commands instead: fakekey/commands/transactions.py)."""
+        cmd = client.cmd
+        if cmd is not None and "skip_commandlog" not in cmd.flags:
+            log_command(self.state, client, argv, size, LARGE_REPLY)
+
+    def _flush_batch(self, out: list[bytes]) -> list[bytes]:
+        """Move the batch's replies so far to the output (in order: after what was
+        gathered before); the batch goes on in a fresh list."""
+        self.out = None
+        self.write(b"".join(out))
+        self.out = out = []
+        return out
+
+    # --- client-output-buffer-limit ----------------------------------------------------
+
+    def check_output(self) -> bool:
+        """Valkey's checkClientOutputBufferLimits on the unread output: past the hard
+        limit, or past the soft one for longer than its seconds, the client is dropped
+        (its unsent output with it). With no normal-class limit, a client with more
+        than UNREAD_OUTPUT_PAUSE unread stops being read until it catches up. False
+        when the client was dropped."""
+        client = self.client
+        if client is None or self.closing:
+            return False
+        state = self.state
+        backlog = self.output_backlog()
+        subscribed = client.channels or client.patterns or client.shard_channels
+        hard, soft, seconds = state.obuf_limits.get("pubsub" if subscribed else "normal", (0, 0, 0))
+        over = bool(hard) and backlog >= hard
+        if soft and backlog >= soft:
+            now = state.clock.now_ms() // 1000
+            if not self.soft_since:
+                self.soft_since = now  # the first time over: the clock starts
+            elif now - self.soft_since > seconds:
+                over = True
+        else:
+            self.soft_since = 0
+        if over:
+            log.warning("Client id=%d addr=%s scheduled to be closed ASAP for overcoming of output "
+                        "buffer limits.", client.id, client.addr)
+            state.stats["client_output_buffer_limit_disconnections"] += 1
+            self.abort()
+            return False
+        if not (hard or soft or subscribed) and backlog > UNREAD_OUTPUT_PAUSE and client.blocked is None:
+            UnreadOutputPause(self).start()
+        return True
+
+    def resume(self) -> None:
+        """The client was unblocked: run what it sent meanwhile."""
+        if self.client is not None and not self.closing and self.client.blocked is None:
+            self.run()
+
+    def flush_deferred_pushes(self, client: Client) -> None:
+        """Messages the client's own command published to it, after that command's reply."""
+        pushes, client.deferred_pushes = client.deferred_pushes, []
+        for items in pushes:
+            client.push(items)
+
+    def output_backlog(self) -> int:
+        """Bytes written but not yet taken by the client's socket."""
+        if self.transport is None:
+            return 0
+        return self.transport.get_write_buffer_size() + self.corked_bytes
+
+    def write(self, data: bytes) -> None:
+        """Send bytes to the client. Inside run() they join the batch's replies, in order.
+        Otherwise (a batch's replies, messages to subscribers, woken clients) they are
+        gathered and sent at the end of this loop iteration, with every other
+        connection's, as Valkey writes its replies before it sleeps: a burst of messages
+        costs one send, and the clients are woken once per burst, not once per reply."""
+        if self.out is not None:
+            self.out.append(data)
+        elif self.transport is not None and not self.closing:
+            if not self.corked:
+                self._schedule_uncork()
+            self.corked.append(data)
+            self.corked_bytes += len(data)
+            if self.corked_bytes > self.state.obuf_check_at:
+                self.check_output()
+
+    def _schedule_uncork(self) -> None:
+        queue = self.state.uncork_queue
+        loop = self.state.running_loop()
+        if loop is None:  # no running loop here (a server driven by hand, in tests)
+            self.loop.call_soon_threadsafe(self.uncork)
+            return
+        if not queue:
+            loop.call_soon(_uncork_all, queue)
+        queue.append(self)
+
+    def uncork(self) -> None:
+        data, self.corked, self.corked_bytes = b"".join(self.corked), [], 0
+        transport = self.transport
+        # the event loop may have closed the transport itself (a reset connection) before
+        # connection_lost reaches us: what the client can no longer read is dropped
+        if data and transport is not None and not self.closing and not transport.is_closing():
+            if self.client is not None:
+                self.client.net_out += len(data)
+                self.client.last_interaction_ms = self.state.now  # a write is an interaction
+            if self.state.aof is not None:  # what a reply acknowledges is in the log first
+                self.state.aof.before_reply()
+            transport.write(data)
+            if self.soft_since or transport.get_write_buffer_size() > self.state.obuf_check_at:
+                self.check_output()
+
+    def close(self) -> None:
+        if not self.closing and self.transport is not None:
+            self.closing = True
+            self.transport.close()
+            if self.client is not None:
+                self.state.remove_client(self.client)
+
+    def abort(self) -> None:
+        """Close at once, dropping what the client did not read (close() would wait for
+        a client that never reads)."""
+        if not self.closing and self.transport is not None:
+            self.corked, self.corked_bytes = [], 0
+            self.closing = True
+            self.transport.abort()
+            if self.client is not None:
+                self.state.remove_client(self.client)
+
+
+class UnreadOutputPause:
+    """The `blocked` marker of a client that stopped being read: it has more than
+    UNREAD_OUTPUT_PAUSE of output unread and no normal-class limit to drop it. Its
+    requests stay unread (and unparsed) until the backlog falls to half, as a client
+    behind a long streamed reply (fakekey/resp/streaming.py): nothing wakes or times it out."""
+
+    active = False
+    holds_output = True
+    WAIT = 0.005  # seconds between two looks at the backlog
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+
+    def start(self) -> None:
+        connection = self.connection
+        assert connection.client is not None and connection.transport is not None
+        connection.client.blocked = self
+        connection.transport.pause_reading()
+        connection.loop.call_later(self.WAIT, self._look)
+
+    def _look(self) -> None:
+        connection = self.connection
+        client = connection.client
+        if connection.closing or client is None or client.blocked is not self:
+            return
+        if connection.output_backlog() > UNREAD_OUTPUT_PAUSE // 2:
+            connection.loop.call_later(self.WAIT, self._look)
+            return
+        client.blocked = None
+        assert connection.transport is not None
+        connection.transport.resume_reading()
+        connection.resume()  # what it sent before the pause first
+        if client.deferred_pushes and client.blocked is None:
+            connection.flush_deferred_pushes(client)
+
+
+def _uncork_all(queue: list[Connection]) -> None:
+    """Send what every queued connection gathered; one that fails does not hold back
+    the others' replies, nor the flushes of later loop iterations."""
+    pending = queue[:]
+    queue.clear()
+    for connection in pending:
+        try:
+            connection.uncork()
+        except Exception:  # noqa: BLE001 - reported, and that connection is closed
+            log.exception("sending to a client failed")
+            connection.close()
+
+
+def close_idle_clients(state: ServerState) -> None:
+    """`timeout`: close the clients idle for more than that many seconds, as Valkey's
+    clientsCronHandleTimeout: not the blocked (nor those behind a long reply), the
+    subscribed or the MONITOR ones. Seconds are whole, as Valkey's unixtime."""
+    if state.busy_script is not None:
+        return
+    limit = state.config["timeout"]
+    now = state.clock.now_ms() // 1000
+    for client in list(state.clients.values()):
+        if (client.blocked is None and not client.monitor and client.connection is not None
+                and not (client.channels or client.patterns or client.shard_channels)
+                and now - client.last_interaction_ms // 1000 > limit):
+            client.connection.close()
+
+
+def protected_mode_refuses(state: ServerState, peer: Any) -> bool:
+    """protected-mode with no password: only loopback (and unix socket) clients are taken."""
+    config = state.config
+    if not config["protected-mode"] or config["requirepass"]:
+        return False
+    if not isinstance(peer, tuple):  # a unix socket
+        return False
+    host = peer[0].removeprefix("::ffff:")
+    return not (host.startswith("127.") or host == "::1")
+
+
+def _addr(info: Any) -> str:
+    if isinstance(info, tuple) and len(info) >= 2:
+        host = info[0]
+        return f"[{host}]:{info[1]}" if ":" in host else f"{host}:{info[1]}"
+    return str(info or "")
+
+
+class Listeners:
+    """The listening sockets, one per bind address, as Valkey's listener: started
+    once, and re-bound when CONFIG SET changes port or bind. A socket already bound to
+    an address and port that stays wanted is kept as it is."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.open: dict[tuple[str, int], tuple[socket.socket, Any]] = {}  # -> (socket, server)
+
+    def bind(self, bind: str, port: int) -> list[socket.socket]:
+        """Bind every address of `bind` (a leading "-" marks an optional one) on `port`
+        (0: a free port, then the same one for each address). Raises OSError; nothing
+        changes then. Returns the new sockets, for `serve` to start."""
+        new: dict[tuple[str, int], socket.socket] = {}
+        try:
+            for address in bind.split():
+                host = _WILDCARDS.get(address.lstrip("-"), address.lstrip("-"))
+                if (host, port) in self.open:
+                    continue
+                try:
+                    sock = _listen_on(host, port)
+                except OSError as err:
+                    if address.startswith("-") and err.errno in _UNAVAILABLE:
+                        continue  # an optional address the machine lacks: skipped, as Valkey
+                    log.warning("Warning: Could not create server TCP listening socket %s:%d: bind: %s",
+                                address.lstrip("-"), port, err.strerror)
+                    raise
+                port = port or sock.getsockname()[1]
+                new[(host, port)] = sock
+        except OSError:
+            for sock in new.values():
+                sock.close()
+            raise
+        wanted = {(_WILDCARDS.get(a.lstrip("-"), a.lstrip("-")), port) for a in bind.split()}
+        for key in [key for key in self.open if key not in wanted]:
+            self._close(key)
+        for key, sock in new.items():
+            self.open[key] = (sock, None)
+        return list(new.values())
+
+    def serve(self, loop: asyncio.AbstractEventLoop, sockets: list[socket.socket]) -> list[Any]:
+        """Accept connections on these (already listening) sockets: the coroutines that
+        start serving (awaited at start-up; run as tasks after a CONFIG SET)."""
+        state = self.state
+        starts = []
+        for key, (sock, _) in self.open.items():
+            if sock in sockets:
+                start = loop.create_server(lambda: Connection(state), sock=sock, backlog=511)
+                starts.append(self._remember(key, start))
+        return starts
+
+    async def _remember(self, key: tuple[str, int], start: Any) -> None:
+        server = await start
+        if key in self.open:
+            self.open[key] = (self.open[key][0], server)
+        else:  # closed while starting
+            server.close()
+
+    def port(self) -> int:
+        return next(iter(self.open))[1] if self.open else 0
+
+    def _close(self, key: tuple[str, int]) -> None:
+        sock, server = self.open.pop(key)
+        if server is not None:
+            server.close()
+        else:
+            sock.close()
+
+    def close_all(self) -> list[Any]:
+        servers = [server for _, server in self.open.values() if server is not None]
+        for key in list(self.open):
+            self._close(key)
+        return servers
+
+
+_WILDCARDS = {"*": "0.0.0.0", "::*": "::"}
+_UNAVAILABLE = {errno.ENOPROTOOPT, errno.EPROTONOSUPPORT, errno.ESOCKTNOSUPPORT, errno.EPFNOSUPPORT,
+                errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL}
+
+
+def _listen_on(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind((host, port))
+        sock.listen(511)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+class Server:
+    """A fakekey server: in a background thread (`start()`) or in the running loop
+    (`await start_async()`). Also a context manager.
+
+    >>> with Server() as srv:
+    ...     redis.Redis.from_url(srv.url).ping()
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        config: dict[str, str] | list[tuple[str, Any]] | None = None,
+        **settings: Any,
+    ) -> None:
+        directives = list(config.items() if isinstance(config, dict) else config or [])
+        directives += [(name.replace("_", "-"), _config_text(value)) for name, value in settings.items()]
+        if not any(name.lower() == "bind" for name, _ in directives):
+            directives.insert(0, ("bind", host))
+        else:  # the bind directive names the addresses; the URL uses the first
+            bind = dict(directives)["bind"]
+            host = _url_host(bind if isinstance(bind, str) else " ".join(bind))
+        directives.append(("port", str(port)))
+        self.host = host
+        self.state = ServerState(Config(directives))
+        self._requested_port = port
+        self.port = port
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.loop_thread: threading.Thread | None = None
+        self.listeners = Listeners(self.state)
+        self._tasks: list[asyncio.Task[Any]] = []
+        self._stopped = threading.Event()
+
+    # --- addresses ------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address, bracketed
+        return f"redis://{host}:{self.port}"
+
+    # --- the clock, from Python -------------------------------------------------------
+
+    def _on_loop(self, fn: Any, *args: Any) -> Any:
+        """Run fn on the server's loop (from any thread) and return its result."""
+        loop = self._loop
+        if loop is None or not loop.is_running():
+            return fn(*args)
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            return fn(*args)
+        done: Any = asyncio.run_coroutine_threadsafe(_as_coro(fn, *args), loop)
+        return done.result(10)
+
+    def time_ms(self) -> int:
+        return self.state.clock.now_ms()
+
+    def freeze(self, ms: int | None = None, *, at: datetime.datetime | int | None = None) -> None:
+        """Freeze the clock at `ms` or `at` (a datetime, or unix ms; default: now)."""
+        from fakekey.commands.fakekey import clock_set
+
+        when = ms if at is None else _unix_ms(at)
+        self._on_loop(clock_set, self.state, self.time_ms() if when is None else when)
+
+    def advance(self, ms: int = 0, *, seconds: float = 0) -> None:
+        """Move the clock forward by `ms` plus `seconds`: keys expire and blocked clients
+        time out at once. A running clock is frozen at the new time."""
+        from fakekey.commands.fakekey import clock_advance
+
+        self._on_loop(clock_advance, self.state, ms + round(seconds * 1000))
+
+    def real_time(self) -> None:
+        from fakekey.commands.fakekey import clock_real
+
+        self._on_loop(clock_real, self.state)
+
+    @contextlib.contextmanager
+    def frozen(self, at: datetime.datetime | int | None = None) -> Iterator[Server]:
+        """`with srv.frozen(at=...):` the clock stands still inside, then runs on the wall clock."""
+        self.freeze(at=at)
+        try:
+            yield self
+        finally:
+            self.real_time()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def start_async(self) -> Server:
+        """Start serving in the running event loop."""
+        self._loop = asyncio.get_running_loop()
+        state = self.state
+        state.loop, state.loop_ident = self._loop, threading.get_ident()
+        config = state.config
+        # as Valkey at start-up: maxclients fits the descriptor limit (may log, lower it)
+        config.values["maxclients"] = adjust_open_files_limit(config["maxclients"])
+        if state.persistence is None:  # the data on disk first, as Valkey (LoadError refuses)
+            state.persistence = Persistence(state)
+            state.persistence.load()
+        sockets = self.listeners.bind(config["bind"], self._requested_port)
+        for start in self.listeners.serve(self._loop, sockets):
+            await start
+        self._listening_on(self.listeners.port() or self._requested_port)
+        config.appliers["port"] = self._apply_port
+        config.appliers["bind"] = self._apply_bind
+        self._tasks.append(self._loop.create_task(self._cron()))
+        self._tasks.append(self._loop.create_task(state.persistence.run_cron()))
+        return self
+
+    # --- CONFIG SET port / bind ---------------------------------------------------------
+
+    def _listening_on(self, port: int) -> None:
+        self.port = port
+        self.state.tcp_port = port
+        self.state.config.values["port"] = port  # CONFIG GET port: the port in use
+
+    def _apply_port(self, new: int, old: int) -> str | None:
+        """Listen on the new port (0: stop listening on TCP, as Valkey does)."""
+        if not self._rebind(self.state.config["bind"] if new else "", new):
+            return "Unable to listen on this port. Check server logs."
+        self._listening_on(new)
+        return None
+
+    def _apply_bind(self, new: str, old: str) -> str | None:
+        if not self._rebind(new, self.state.config["port"]):
+            return "Failed to bind to specified addresses."
+        return None
+
+    def _rebind(self, bind: str, port: int) -> bool:
+        """Re-bind the listeners; the old ones stay when the new ones cannot be bound."""
+        try:
+            sockets = self.listeners.bind(bind, port)
+        except OSError:
+            return False
+        loop = self._loop
+        assert loop is not None
+        for start in self.listeners.serve(loop, sockets):
+            self._tasks.append(loop.create_task(start))
+        return True
+
+    async def _cron(self) -> None:
+        """Active expiry and blocking timeouts, `hz` times a second."""
+        state = self.state
+        while True:
+            await asyncio.sleep(1 / state.config["hz"])
+            try:
+                state.active_expire_cycle()
+                state.blocking.expire_timeouts()
+                if state.config["timeout"]:
+                    close_idle_clients(state)
+            except Exception:  # noqa: BLE001 - the cron must never die
+                import traceback
+
+                traceback.print_exc()
+
+    async def stop_async(self) -> None:
+        if self.state.script_runner is not None:
+            self.state.script_runner.abandon()  # a BUSY script ends with the server
+        for task in self._tasks:
+            task.cancel()
+        self._tasks.clear()
+        if self.state.persistence is not None:
+            self.state.persistence.close()  # background saves end, the log is flushed
+        servers = self.listeners.close_all()
+        for client in list(self.state.clients.values()):
+            if client.connection is not None:
+                client.connection.close()
+        for server in servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 2)
+
+    async def serve_forever(self) -> None:
+        await self.start_async()
+        self.state.shutdown_requested = asyncio.get_running_loop().create_future()
+        await self.state.shutdown_requested
+        await self.stop_async()
+
+    def start(self) -> Server:
+        """Start in a background thread with its own event loop; returns when listening."""
+        started = threading.Event()
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            loop = new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._loop = loop
+            try:
+                loop.run_until_complete(self.start_async())
+            except BaseException as err:  # noqa: BLE001 - reported to the caller
+                failure.append(err)
+                started.set()
+                return
+            self.state.shutdown_requested = loop.create_future()
+            started.set()
+            loop.run_until_complete(self.state.shutdown_requested)
+            loop.run_until_complete(self.stop_async())
+            loop.close()
+            self._stopped.set()
+
+        self.loop_thread = threading.Thread(target=run, name=f"fakekey-{id(self)}", daemon=True)
+        self.loop_thread.start()
+        started.wait()
+        if failure:
+            raise failure[0]
+        return self
+
+    def stop(self) -> None:
+        loop = self._loop
+        if self.loop_thread is not None and loop is not None:
+            def finish() -> None:
+                fut = self.state.shutdown_requested
+                if fut is not None and not fut.done():
+                    fut.set_result(None)
+
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(finish)
+            self.loop_thread.join(10)
+            self.loop_thread = None
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Server:
+        return await self.start_async()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_async()
+
+
+def _url_host(bind: str) -> str:
+    """The address clients reach the first bind address on (loopback for a wildcard)."""
+    first = (bind.split() or ["127.0.0.1"])[0].lstrip("-")
+    return {"*": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::*": "::1", "::": "::1"}.get(first, first)
+
+
+async def _as_coro(fn: Any, *args: Any) -> Any:
+    return fn(*args)
+
+
+def _unix_ms(at: datetime.datetime | int) -> int:
+    """A clock time in unix ms: a datetime (naive ones are local time, as `.timestamp()`)
+    or ms already."""
+    if isinstance(at, datetime.datetime):
+        return round(at.timestamp() * 1000)
+    return int(at)
+
+
+def _config_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+__all__ = ["Server", "Connection", "ReplyError"]
