@@ -22,24 +22,22 @@ import contextlib
 import logging
 import os
 import select
-import shlex
 import signal
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from fakekey import VALKEY_VERSION, __version__
+from fakekey.config.file import Directive, config_lines, read_config_file
 from fakekey.config.limits import TooFewDescriptors
 from fakekey.config.settings import Config, ConfigError
+from fakekey.core.users import check_user_directive
 from fakekey.net.server import Server, new_event_loop
 from fakekey.persistence import LoadError
 
 log = logging.getLogger("fakekey.net.server")
-
-
-Directive = tuple[str, list[str]]  # a setting's name and its words
 
 DEFAULT_PIDFILE = "/var/run/valkey.pid"  # what valkey-server writes when daemonized without one
 DAEMON_START_TIMEOUT = 60.0  # seconds the launching process waits for the daemon's ready line
@@ -55,23 +53,6 @@ def version_line() -> str:
     bits = 64 if sys.maxsize > 2**32 else 32
     return (f"Valkey server v={VALKEY_VERSION} sha=00000000:0 malloc=python bits={bits} build=0 "
             f"fakekey={__version__}")
-
-
-def config_lines(lines: Iterable[str]) -> list[Directive]:
-    """Directives of valkey.conf-style text: `name value...` per line, # comments."""
-    directives: list[Directive] = []
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        words = shlex.split(line)
-        directives.append((words[0].lower(), words[1:]))
-    return directives
-
-
-def read_config_file(path: str) -> list[Directive]:
-    with open(path, encoding="utf-8") as fh:
-        return config_lines(fh)
 
 
 def parse_argv(argv: Sequence[str], stdin: TextIO | None = None) -> list[Directive]:
@@ -159,7 +140,7 @@ def log_like_valkey(logfile: str = "", loglevel: str = "notice") -> None:
     logger.setLevel(LOG_LEVELS.get(loglevel, logging.INFO))
 
 
-def fatal_config_error(name: str, words: list[str], err: ConfigError) -> str:
+def fatal_config_error(name: str, words: list[str], err: Exception) -> str:
     """Valkey's report of a directive it cannot take."""
     quoted = " ".join(f'"{word}"' for word in words)
     return (f"\n*** FATAL CONFIG FILE ERROR (Version {VALKEY_VERSION}) ***\n"
@@ -336,7 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, words in directives:  # each directive checked alone, for its report
             try:
                 Config([(name, words)])
-            except ConfigError as err:
+                if name == "user":
+                    check_user_directive(words)
+            except (ConfigError, ValueError) as err:
                 print(fatal_config_error(name, words, err), file=sys.stderr)
                 return 1
         server = build_server(directives)

@@ -22,6 +22,7 @@ from pathlib import Path
 # its classes, and not be monkeypatched by tests.
 MODULES = (
     "fakekey.resp.parser",
+    "fakekey.resp.splitargs",
     "fakekey.resp.encoder",
     "fakekey.net.server",
     "fakekey.core.state",

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fakekey import REDIS_VERSION
+from fakekey.codecs.shebang import NO_WRITES, parse_shebang
 from fakekey.commands.args import parse_int
 from fakekey.core.client import Client
 from fakekey.core.registry import KeySpec, command, container
@@ -33,9 +34,6 @@ TOO_MANY_KEYS = ReplyError("ERR Number of keys can't be greater than number of a
 NEGATIVE_KEYS = ReplyError("ERR Number of keys can't be negative")
 WRITE_FLAG_ON_RO = ReplyError("ERR Can not execute a script with write flag using *_ro command.")
 
-# shebang flags (#!lua flags=...)
-NO_WRITES = "no-writes"
-SCRIPT_FLAGS = frozenset({NO_WRITES, "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"})
 
 
 @dataclass
@@ -129,91 +127,6 @@ def scripts_of(state: ServerState) -> EvalScripts:
     if scripts is None:
         scripts = state.scripts = EvalScripts(state)
     return scripts
-
-
-# --- shebang -------------------------------------------------------------------------------
-
-
-def parse_shebang(body: bytes) -> tuple[bytes | None, frozenset[str], int]:
-    """(engine name or None without a shebang, flags, where the code starts). The code
-    keeps the shebang's newline so line numbers count the shebang line."""
-    if not body.startswith(b"#!"):
-        return None, frozenset(), 0
-    end = body.find(b"\n")
-    if end < 0:
-        raise ReplyError("ERR Invalid script shebang")
-    parts = split_args(body[:end])
-    if not parts:
-        raise ReplyError("ERR Invalid engine in script shebang")
-    flags: set[str] = set()
-    for part in parts[1:]:
-        if not part.startswith(b"flags="):
-            raise ReplyError(b"ERR Unknown lua shebang option: " + part)
-        value = part[6:]
-        for flag in value.split(b",") if value else ():
-            name = flag.decode("utf-8", "replace")
-            if name not in SCRIPT_FLAGS:
-                raise ReplyError(b"ERR Unexpected flag in script shebang: " + flag)
-            flags.add(name)
-    return parts[0][2:], frozenset(flags), end
-
-
-_ESCAPES = {ord("n"): b"\n", ord("r"): b"\r", ord("t"): b"\t", ord("b"): b"\b", ord("a"): b"\a"}
-_HEX = b"0123456789abcdefABCDEF"
-_BLANKS = b" \t\n\r\v\f"
-
-
-def split_args(line: bytes) -> list[bytes] | None:
-    """Valkey's sdssplitargs: words split on blanks, "double quotes" with escapes and
-    'single quotes'; None when a quote is left open or not followed by a blank."""
-    words: list[bytes] = []
-    pos, size = 0, len(line)
-    while True:
-        while pos < size and line[pos] in _BLANKS:
-            pos += 1
-        if pos >= size or line[pos] == 0:
-            return words
-        word, pos = _split_word(line, pos)
-        if word is None:
-            return None
-        words.append(word)
-
-
-def _split_word(line: bytes, pos: int) -> tuple[bytes | None, int]:
-    size = len(line)
-    out = bytearray()
-    quote = 0
-    while True:
-        ch = line[pos] if pos < size else 0
-        if quote == 0:
-            if ch in (32, 10, 13, 9, 0):
-                return bytes(out), pos
-            if ch in (34, 39):
-                quote = ch
-            else:
-                out.append(ch)
-            pos += 1
-            continue
-        if ch == 0:
-            return None, pos  # unterminated quotes
-        nxt = line[pos + 1] if pos + 1 < size else 0
-        if quote == 34 and ch == 92 and nxt == ord("x") and pos + 3 < size \
-                and line[pos + 2] in _HEX and line[pos + 3] in _HEX:
-            out.append(int(line[pos + 2:pos + 4], 16))
-            pos += 4
-        elif quote == 34 and ch == 92 and nxt:
-            out += _ESCAPES.get(nxt, bytes([nxt]))
-            pos += 2
-        elif quote == 39 and ch == 92 and nxt == 39:
-            out.append(39)
-            pos += 2
-        elif ch == quote:
-            if nxt and nxt not in _BLANKS:
-                return None, pos  # a closing quote must end the word
-            return bytes(out), pos + 1
-        else:
-            out.append(ch)
-            pos += 1
 
 
 # --- EVAL family -------------------------------------------------------------------------------

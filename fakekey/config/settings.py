@@ -797,15 +797,8 @@ class Config:
     def set_at_startup(self, name: str, value: str | Sequence[str]) -> None:
         """A command-line or config-file directive: `value` is its words (a str is one
         word). A multi-word setting given one non-empty word splits it at spaces."""
-        if name.lower() == "user":  # an ACL user, loaded once the server's users exist
-            words = [value] if isinstance(value, str) else list(value)
-            from fakekey.core.users import check_user_directive
-
-            try:
-                check_user_directive(words)
-            except ValueError as err:
-                raise ConfigError(str(err)) from None
-            self.user_directives.append(words)
+        if name.lower() == "user":  # an ACL user: the server's users check and load it
+            self.user_directives.append([value] if isinstance(value, str) else list(value))
             return
         setting = BY_NAME.get(name.lower())
         if setting is None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from fakekey.codecs.shebang import parse_shebang
 from fakekey.commands.observability import MAY_REPLICATE
 from fakekey.resp.replies import NO_REPLY
 
@@ -146,8 +147,6 @@ def may_write(client: Client, cmd: Command, argv: list[bytes]) -> bool:
 def script_flags(state: ServerState, name: str, argv: list[bytes]) -> frozenset[str] | None:
     """The flags a script's shebang or a function declares; None when it declares none
     (no shebang, an unknown script or function): the command's own flags count then."""
-    from fakekey.commands.scripting import parse_shebang
-
     if name == "eval":
         try:
             engine, flags, _ = parse_shebang(argv[1])

@@ -525,7 +525,7 @@ class User:
             self._remove_password(op)
         elif op[:1] == b"(" and op[-1:] == b")":
             selector = Selector()
-            for inner in split_args(op[1:-1]):
+            for inner in split_spaces(op[1:-1]):
                 selector.apply(inner)
             self.selectors.append(selector)
         elif low == b"clearselectors":
@@ -601,7 +601,9 @@ class User:
         return any(s.may_use_channel(channel, is_pattern) for s in self.selectors)
 
 
-def split_args(text: bytes) -> list[bytes]:
+def split_spaces(text: bytes) -> list[bytes]:
+    """The words of a selector, between single spaces (Valkey splits selectors and ACL
+    file lines with sdssplitlen on " ", not with sdssplitargs: quotes are plain bytes)."""
     return [part for part in text.split(b" ") if part]
 
 
@@ -704,6 +706,11 @@ class Users:
         self.set_default_password(state.config["requirepass"])
         from fakekey.config.settings import ConfigError
 
+        for words in state.config.user_directives:  # a syntax error is fatal first
+            try:
+                check_user_directive(words)
+            except ValueError as err:
+                raise ConfigError(str(err)) from None
         aclfile = state.config["aclfile"]
         if aclfile and state.config.user_directives:
             raise ConfigError("Configuring Valkey with users defined in the configuration file and "

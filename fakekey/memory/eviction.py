@@ -26,6 +26,7 @@ from itertools import islice
 from typing import TYPE_CHECKING
 
 import fakekey.memory.lfu as lfu
+from fakekey.codecs.shebang import parse_shebang
 from fakekey.memory.estimate import EXPIRE_ENTRY, HASHTABLE_ENTRY, SMALL_STRING, quick_key_size, size_class
 from fakekey.memory.lazyfree import lazy_setting
 from fakekey.resp.replies import ReplyError
@@ -178,8 +179,6 @@ def script_denies_oom(state: ServerState, name: str, argv: list[bytes]) -> bool:
     """A script with flags (a shebang, or a function) that declares neither no-writes nor
     allow-oom is a denyoom command (Valkey's evalGetCommandFlags, scriptFlagsToCmdFlags).
     A script not found, or a shebang that does not parse, keeps the command's own flags."""
-    from fakekey.commands.scripting import parse_shebang  # the commands sit above this layer
-
     flags: frozenset[str] | None = None
     try:
         if name in ("eval", "eval_ro"):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fakekey import REDIS_VERSION
+from fakekey.resp.splitargs import split_args
 from fakekey.scripting.bridge import CommandBridge, ScriptRun, runner_of
 from fakekey.scripting.runtime import INTERNAL_CHUNK, LuaSandbox
 
@@ -128,8 +129,6 @@ class LibraryMetadata:
 def parse_metadata(code: bytes) -> LibraryMetadata:
     """The `#!<engine> name=<library>` shebang (Valkey's functionExtractLibMetaData; the
     code is a C string there, so a NUL ends the shebang search)."""
-    from fakekey.commands.scripting import split_args  # sdssplitargs, shared with EVAL
-
     if not code.startswith(b"#!"):
         raise LibraryError(b"Missing library metadata")
     newline = code.find(b"\n")

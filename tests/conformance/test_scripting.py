@@ -725,3 +725,11 @@ def test_delayed_promotion_and_claim(r, proto):
     assert r.call("EVAL", CLAIM, 3, "wait", "row:", "workers", "w9") == err("EMQSTATE job1 is not waiting")
     r.call("DEL", "wait")
     assert r.call("EVAL", CLAIM, 3, "wait", "row:", "workers", "w1") == null(proto)
+
+
+def test_shebang_is_split_as_valkey_splits_a_line(r):
+    """The shebang goes through sdssplitargs, the splitter of inline requests and config
+    lines: a quoted part joins the unquoted one beside it; an open quote is an error."""
+    assert r.call("EVAL", '#!lua "flags="no-writes\nreturn 1', 0) == (":", 1)
+    assert r.call("EVAL", '#!lua flags=no-writes "x\nreturn 1', 0) == (
+        "-", b"ERR Invalid engine in script shebang")

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fakekey.compiled import source_path
-from fakekey.resp.parser import INLINE_MAX, ProtocolError, RequestParser, split_args
+from fakekey.resp.parser import INLINE_MAX, ProtocolError, RequestParser
+from fakekey.resp.splitargs import split_args
 from fakekey.testing.raw import encode_command
 
 
