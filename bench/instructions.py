@@ -98,13 +98,12 @@ def drive(name: str, pipeline: int, batches: int) -> KeptTransport:
     import uvloop
 
     from fakekey.config.settings import Config
-    from fakekey.core.state import ServerState
-    from fakekey.net.server import Connection
+    from fakekey.net.server import Connection, new_state
 
     setup, request = WORKLOADS[name]
     batch = request * pipeline
     loop = uvloop.new_event_loop()
-    state = ServerState(Config())
+    state = new_state(Config())
     transport = KeptTransport()
     connection = Connection(state)
     done = loop.create_future()

@@ -6,27 +6,36 @@
         srv.freeze(); srv.advance(1000)
 
     r = fakekey.FakeRedis()        # fakeredis-style: a redis.Redis on its own fake server
+
+The names below are loaded on first use, so that importing one of fakekey's low modules
+(`fakekey.codecs.glob`, say) does not load the server.
 """
 
-__version__ = "0.1.0"
-VALKEY_VERSION = "9.1.2"
-REDIS_VERSION = "7.2.4"
+from typing import TYPE_CHECKING
 
-from fakekey import compiled as _compiled  # noqa: E402
+from fakekey import compiled as _compiled
+from fakekey._version import REDIS_VERSION, VALKEY_VERSION, __version__
 
-# True when the hot modules run compiled (mypyc), False when fakekey runs as pure Python
+# True when the hot modules run compiled (mypyc), False when fakekey runs as pure Python.
+# Decided before any compiled module is imported.
 COMPILED = _compiled.choose()
 
-from fakekey.net.server import Server  # noqa: E402
+if TYPE_CHECKING:
+    from fakekey.net.server import Server
 
-# fakeredis-style clients (fakekey.compat.fakeredis), imported on first use: they need redis or valkey
+# fakeredis-style clients (fakekey.compat.fakeredis): they need redis or valkey
 _DROPIN = ("FakeServer", "FakeRedis", "FakeStrictRedis", "FakeAsyncRedis", "FakeValkey", "FakeAsyncValkey")
 
 
 def __getattr__(name: str) -> object:
+    if name == "Server":
+        from fakekey.net.server import Server
+
+        return Server
     if name in _DROPIN:
-        from fakekey.compat import fakeredis as dropin
-        return getattr(dropin, name)
+        from fakekey.compat import fakeredis
+
+        return getattr(fakeredis, name)
     raise AttributeError(f"module 'fakekey' has no attribute {name!r}")
 
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from fakekey import VALKEY_VERSION, __version__
+from fakekey._version import VALKEY_VERSION, __version__
 from fakekey.config.file import Directive, config_lines, read_config_file
 from fakekey.config.limits import TooFewDescriptors
 from fakekey.config.settings import Config, ConfigError

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script from a checkout
 
-from fakekey import VALKEY_VERSION  # noqa: E402
+from fakekey._version import VALKEY_VERSION  # noqa: E402
 from fakekey.commands import load_all  # noqa: E402
 from fakekey.core.registry import REGISTRY, Command  # noqa: E402
 

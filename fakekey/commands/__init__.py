@@ -2,6 +2,9 @@
 
 import importlib
 
+from fakekey.commands import doc_data
+from fakekey.core.registry import REGISTRY, Registry
+
 FAMILIES = (
     "connection",
     "clients",
@@ -36,18 +39,12 @@ FAMILIES = (
     "fakekey.modules.emq.publish",
 )
 
-_loaded = False
-
-
-def load_all() -> None:
-    """Import every family once so the registry is complete."""
-    global _loaded
-    if _loaded:
-        return
-    for name in FAMILIES:
-        importlib.import_module(name if "." in name else f"fakekey.commands.{name}")
-    from fakekey.commands import doc_data
-    from fakekey.core import registry
-
-    doc_data.attach(registry.REGISTRY)  # COMMAND DOCS' argument trees, from fakekey/data
-    _loaded = True
+def load_all() -> Registry:
+    """Import every family once, so that the registry is complete; the registry. A server
+    calls it before it makes its state (fakekey/net/server.py)."""
+    if not REGISTRY.complete:
+        for name in FAMILIES:
+            importlib.import_module(name if "." in name else f"fakekey.commands.{name}")
+        doc_data.attach(REGISTRY)  # COMMAND DOCS' argument trees, from fakekey/data
+        REGISTRY.complete = True
+    return REGISTRY

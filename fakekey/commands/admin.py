@@ -12,7 +12,7 @@ import sys
 import time
 from typing import Any
 
-from fakekey import REDIS_VERSION
+from fakekey._version import REDIS_VERSION
 from fakekey.codecs.digest import dataset_digest, value_digest
 from fakekey.commands.args import SYNTAX, parse_int
 from fakekey.config.settings import ConfigError
@@ -214,9 +214,8 @@ def reset_statistics(state: Any) -> None:
     state.stats.clear()
     state.error_stats.clear()
     state.commands_processed = 0
-    for cmd in state.registry.all():
-        for each in (cmd, *cmd.subcommands.values()):
-            each.calls = each.usec = each.ns = each.failed_calls = each.rejected_calls = 0
+    for stats in state.command_stats:
+        stats.reset()
 
 
 @command("config|rewrite", 2, CONFIG_ADMIN, acl="dangerous", since="2.8.0", tips=ALL_NODES,
@@ -894,13 +893,14 @@ def info_commandstats(state: Any) -> InfoLines:
     lines = []
     for cmd in state.registry.all():
         for each in (cmd, *cmd.subcommands.values()):
-            if each.calls or each.failed_calls or each.rejected_calls:
-                usec = each.usec + each.ns // 1000
-                per_call = usec / each.calls if each.calls else 0
+            stats = state.stats_of(each)
+            if stats.calls or stats.failed_calls or stats.rejected_calls:
+                usec = stats.usec + stats.ns // 1000
+                per_call = usec / stats.calls if stats.calls else 0
                 lines.append(
-                    f"cmdstat_{each.name}:calls={each.calls},usec={usec},"
-                    f"usec_per_call={per_call:.2f},rejected_calls={each.rejected_calls},"
-                    f"failed_calls={each.failed_calls}"
+                    f"cmdstat_{each.name}:calls={stats.calls},usec={usec},"
+                    f"usec_per_call={per_call:.2f},rejected_calls={stats.rejected_calls},"
+                    f"failed_calls={stats.failed_calls}"
                 )
     return lines
 
@@ -918,8 +918,9 @@ def info_latencystats(state: Any) -> InfoLines:
     lines = []
     for cmd in state.registry.all():
         for each in (cmd, *cmd.subcommands.values()):
-            if each.calls:
-                mean = (each.usec + each.ns // 1000) / each.calls
+            stats = state.stats_of(each)
+            if stats.calls:
+                mean = (stats.usec + stats.ns // 1000) / stats.calls
                 values = ",".join(f"{name}={mean:.3f}" for name in names)
                 lines.append(f"latency_percentiles_usec_{each.name}:{values}")
     return lines

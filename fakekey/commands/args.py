@@ -15,6 +15,8 @@ from fakekey.codecs.errors import (  # noqa: F401 - re-exported
     OVERFLOW,
     SYNTAX,
     WRONGTYPE,
+    c_text,
+    wrong_args,
 )
 from fakekey.codecs.longdouble import ld_parse, ld_round
 from fakekey.codecs.numbers import (  # noqa: F401 - re-exported
@@ -37,10 +39,6 @@ def parse_non_negative(raw: bytes, what: str) -> int:
 
 def upper(raw: bytes) -> bytes:
     return raw.upper()
-
-
-def wrong_args(name: str) -> ReplyError:
-    return ReplyError(f"ERR wrong number of arguments for '{name}' command")
 
 
 def unknown_subcommand(sub: bytes, parent: str) -> ReplyError:
@@ -91,6 +89,3 @@ def _timeout_ms(raw: bytes) -> Fraction | float:
     return ld_round(seconds * 1000)
 
 
-def c_text(raw: bytes) -> bytes:
-    """An argument as C's %s prints it in an error: up to a NUL, CR/LF made spaces."""
-    return raw.split(b"\0", 1)[0].replace(b"\r", b" ").replace(b"\n", b" ")

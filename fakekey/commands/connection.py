@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from fakekey.commands.args import parse_db_index, parse_int
-from fakekey.commands.observability import stop_monitoring
 from fakekey.core.client import Client
+from fakekey.core.monitor import stop_monitoring
 from fakekey.core.registry import command
 from fakekey.core.users import set_default_user
 from fakekey.resp.replies import OK, PONG, ReplyError, Simple

@@ -9,7 +9,6 @@ from fakekey.commands.args import parse_int
 from fakekey.core.client import Client
 from fakekey.core.clock import MAX_MS
 from fakekey.core.registry import command
-from fakekey.core.state import ServerState
 from fakekey.resp.replies import OK, ReplyError
 
 G = "server"
@@ -21,29 +20,6 @@ CLOCK_NEGATIVE = ReplyError("ERR clock time must be non-negative")
 CLOCK_BACKWARDS = ReplyError("ERR the clock only moves forward")
 # SET past MAX_MS is refused by the integer parser itself; ADVANCE checks the sum.
 CLOCK_PAST_MAX = ReplyError(f"ERR clock time is out of range, it must be at most {MAX_MS} ms")
-
-
-def clock_set(state: ServerState, ms: int) -> None:
-    """Freeze the clock at `ms`; keys whose deadline is now past expire at once."""
-    state.clock.freeze(ms)
-    clock_moved(state)
-
-
-def clock_advance(state: ServerState, ms: int) -> None:
-    state.clock.advance(ms)
-    clock_moved(state)
-
-
-def clock_real(state: ServerState) -> None:
-    state.clock.real()
-    clock_moved(state)
-
-
-def clock_moved(state: ServerState) -> None:
-    """After the clock changes: expire what is due and time out waiters, now."""
-    state.expire_all_due()
-    state.blocking.clock_changed()
-    state.blocking.serve()
 
 
 @command("fakekey.clock", -2, "admin noscript fast", acl="dangerous", group=G,
@@ -60,7 +36,7 @@ def fakekey_clock(c: Client, argv: list[bytes]) -> Any:
         ms = parse_int(argv[2])
         if ms < 0:
             raise CLOCK_NEGATIVE
-        clock_set(state, ms)
+        state.set_clock(ms)
         return OK
     if sub == b"ADVANCE" and len(argv) == 3:
         ms = parse_int(argv[2])
@@ -68,10 +44,10 @@ def fakekey_clock(c: Client, argv: list[bytes]) -> Any:
             raise CLOCK_BACKWARDS
         if state.clock.now_ms() + ms > MAX_MS:
             raise CLOCK_PAST_MAX
-        clock_advance(state, ms)
+        state.advance_clock(ms)
         return OK
     if sub == b"REAL" and len(argv) == 2:
-        clock_real(state)
+        state.real_clock()
         return OK
     if sub in (b"GET", b"SET", b"ADVANCE", b"REAL"):
         raise ReplyError("ERR wrong number of arguments for 'fakekey.clock' command")

@@ -5,8 +5,7 @@ its hash (`lookup_hash`), as if Valkey's active expiry had just run: the `hexpir
 event fires, `expired_fields` counts it, and a hash left empty is deleted (`del`).
 Valkey itself hides due fields from every read at once but reclaims them (and updates
 HLEN, EXISTS, DBSIZE) only in its active-expiry cycle, up to ~100 ms later; fakekey
-reclaims them at once. `expire_hash_fields(db, now)` is the active-expiry hook for the
-server's cron.
+reclaims them at once. The server's cron reclaims the rest (fakekey/core/field_expiry.py).
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ import random
 from fractions import Fraction
 from typing import Any
 
-import fakekey.types.field_ttls as field_ttls
 from fakekey.codecs.longdouble import ld_format, ld_parse, ld_round
 from fakekey.commands.args import (
     LLONG_MAX,
@@ -29,7 +27,8 @@ from fakekey.commands.args import (
 from fakekey.commands.picks import PickChunk, draws, repeated_picks
 from fakekey.commands.scan import parse_cursor, parse_scan_options
 from fakekey.core.client import Client
-from fakekey.core.keyspace import Database
+from fakekey.core.dirty import FIELD_PAIRS, INTEGER_REPLY
+from fakekey.core.field_expiry import count_expired_fields, reclaim_fields
 from fakekey.core.registry import command, keys_range
 from fakekey.resp.replies import OK, ReplyError
 from fakekey.types.hash import HashValue
@@ -65,35 +64,6 @@ def lookup_hash(c: Client, key: bytes) -> HashValue | None:
     if h is not None and h.ttls and reclaim_fields(c.db, key, h, c.state.now):
         return c.db.data.get(key)
     return h
-
-
-def reclaim_fields(db: Database, key: bytes, h: HashValue, now: int) -> int:
-    """Delete the fields of `h` due at `now`, as Valkey's active expiry does (hexpired,
-    then del if the hash is left empty). Returns how many went."""
-    due = h.expire_fields(now)
-    if due:
-        count_expired_fields(db.state, len(due))
-        db.written(key, "hexpired", "h")  # the funnel deletes an emptied hash (del)
-    return len(due)
-
-
-def count_expired_fields(state: Any, count: int) -> None:
-    """INFO's expired_fields: fields removed by expiry, or by a deadline already past."""
-    state.stats["expired_fields"] += count
-
-
-def expire_hash_fields(db: Database, now: int) -> int:
-    """Active expiry of hash fields in one database: the hook for the server's cron (and
-    for a clock that moved), to run after the keys' own expiry. Returns the number of
-    fields deleted."""
-    if not field_ttls.any_left():
-        return 0
-    key_deadlines = db.expires
-    volatile = [  # a key past its own deadline is left to the keys' expiry
-        (key, value) for key, value in db.data.items()
-        if type(value) is HashValue and value.ttls and key_deadlines.get(key, now) >= now
-    ]
-    return sum(reclaim_fields(db, key, h, now) for key, h in volatile)
 
 
 def store(c: Client, key: bytes, h: HashValue, is_new: bool, *events: str) -> None:
@@ -154,14 +124,14 @@ def hset_generic(c: Client, argv: list[bytes], name: str) -> int:
          group=G, since="2.0.0",
          complexity="O(1) for each field/value pair added, so O(N) to add N field/value "
          "pairs when the command is called with multiple field/value pairs.",
-         summary="Sets one or more fields of a hash; answers how many fields were new.")
+         summary="Sets one or more fields of a hash; answers how many fields were new.", dirty=FIELD_PAIRS)
 def hset(c: Client, argv: list[bytes]) -> Any:
     return hset_generic(c, argv, "hset")
 
 
 @command("hmset", -4, "write denyoom fast", keys=keys_range(1, flags="RW update"), acl="hash",
          group=G, since="2.0.0", complexity="O(N) where N is the number of fields being set.",
-         summary="Sets one or more fields of a hash (the older form of HSET, answering OK).")
+         summary="Sets one or more fields of a hash (the older form of HSET, answering OK).", dirty=FIELD_PAIRS)
 def hmset(c: Client, argv: list[bytes]) -> Any:
     hset_generic(c, argv, "hmset")
     return OK
@@ -230,7 +200,7 @@ def hvals(c: Client, argv: list[bytes]) -> Any:
 
 @command("hdel", -3, "write fast", keys=keys_range(1, flags="RW delete"), acl="hash", group=G,
          since="2.0.0", complexity="O(N) where N is the number of fields to be removed.",
-         summary="Deletes fields of a hash, and the hash once empty; answers how many went.")
+         summary="Deletes fields of a hash, and the hash once empty; answers how many went.", dirty=INTEGER_REPLY)
 def hdel(c: Client, argv: list[bytes]) -> Any:
     key = argv[1]
     h = lookup_hash(c, key)
@@ -483,6 +453,8 @@ def hexpire_generic(c: Client, argv: list[bytes], name: str, unit: int, relative
     results = [apply_expiry(h, field, when, flags, now) for field in fields]
     if h is None:  # no key: every field answers NO_FIELD, nothing is written
         return results
+    if SET_OK in results:  # the server's cron expires its fields from now on
+        c.db.track_field_ttls(h)
     if DELETED_NOW in results:
         count_expired_fields(c.state, results.count(DELETED_NOW))
         store(c, key, h, False, "hexpired")
@@ -690,6 +662,8 @@ def hgetex(c: Client, argv: list[bytes]) -> Any:
             changed += field in h and h.persist(field)
     if changed and expired_now:
         count_expired_fields(c.state, changed)
+    elif changed and when is not None:
+        c.db.track_field_ttls(h)
     if changed:
         event = "hexpired" if expired_now else "hexpire" if when is not None else "hpersist"
         store(c, key, h, False, event)
@@ -728,6 +702,7 @@ def hsetex(c: Client, argv: list[bytes]) -> Any:
         if when is not None:
             for field in pairs[::2]:
                 h.set_ttl(field, when)
+                c.db.track_field_ttls(h)
     store(c, key, h, is_new, *events)
     return 1
 

@@ -20,6 +20,7 @@ from fakekey.commands.args import (
 )
 from fakekey.commands.scan import hash_order, hash_order_page, parse_cursor, parse_scan_options
 from fakekey.core.client import Client
+from fakekey.core.dirty import INTEGER_REPLY, ONE_IF_WRITTEN
 from fakekey.core.keyspace import STRING_TYPES, Database, type_name
 from fakekey.core.registry import command, container, keys_range
 from fakekey.memory.lazyfree import lazy_setting
@@ -192,26 +193,26 @@ _EXPIRE_KEYS = keys_range(1, flags="RW update")
 
 
 @command("expire", -3, "write fast", keys=_EXPIRE_KEYS, acl=KEYSPACE, group=G, since="1.0.0",
-         summary="Gives a key a time to live in seconds (NX | XX | GT | LT).")
+         summary="Gives a key a time to live in seconds (NX | XX | GT | LT).", dirty=INTEGER_REPLY)
 def expire(c: Client, argv: list[bytes]) -> Any:
     return expire_generic(c, argv, seconds=True, relative=True)
 
 
 @command("pexpire", -3, "write fast", keys=_EXPIRE_KEYS, acl=KEYSPACE, group=G, since="2.6.0",
-         summary="Gives a key a time to live in milliseconds (NX | XX | GT | LT).")
+         summary="Gives a key a time to live in milliseconds (NX | XX | GT | LT).", dirty=INTEGER_REPLY)
 def pexpire(c: Client, argv: list[bytes]) -> Any:
     return expire_generic(c, argv, seconds=False, relative=True)
 
 
 @command("expireat", -3, "write fast", keys=_EXPIRE_KEYS, acl=KEYSPACE, group=G, since="1.2.0",
-         summary="Makes a key expire at a unix time in seconds (NX | XX | GT | LT).")
+         summary="Makes a key expire at a unix time in seconds (NX | XX | GT | LT).", dirty=INTEGER_REPLY)
 def expireat(c: Client, argv: list[bytes]) -> Any:
     return expire_generic(c, argv, seconds=True, relative=False)
 
 
 @command("pexpireat", -3, "write fast", keys=_EXPIRE_KEYS, acl=KEYSPACE, group=G,
          since="2.6.0",
-         summary="Makes a key expire at a unix time in milliseconds (NX | XX | GT | LT).")
+         summary="Makes a key expire at a unix time in milliseconds (NX | XX | GT | LT).", dirty=INTEGER_REPLY)
 def pexpireat(c: Client, argv: list[bytes]) -> Any:
     return expire_generic(c, argv, seconds=False, relative=False)
 
@@ -267,7 +268,7 @@ def pexpiretime(c: Client, argv: list[bytes]) -> Any:
 
 
 @command("persist", 2, "write fast", keys=keys_range(1, flags="RW update"), acl=KEYSPACE,
-         group=G, since="2.2.0", summary="Removes a key's expiry; answers whether it had one.")
+         group=G, since="2.2.0", summary="Removes a key's expiry; answers whether it had one.", dirty=INTEGER_REPLY)
 def persist(c: Client, argv: list[bytes]) -> Any:
     db = c.db
     key = argv[1]
@@ -390,7 +391,7 @@ def rename_generic(c: Client, argv: list[bytes], nx: bool) -> bool:
 @command("rename", 3, "write",
          keys=(keys_range(1, flags="RW access delete"), keys_range(2, flags="OW update")),
          acl=KEYSPACE, group=G, since="1.0.0",
-         summary="Gives a key a new name, replacing any key of that name; the TTL follows.")
+         summary="Gives a key a new name, replacing any key of that name; the TTL follows.", dirty=ONE_IF_WRITTEN)
 def rename(c: Client, argv: list[bytes]) -> Any:
     rename_generic(c, argv, nx=False)
     return OK
@@ -399,7 +400,7 @@ def rename(c: Client, argv: list[bytes]) -> Any:
 @command("renamenx", 3, "write fast",
          keys=(keys_range(1, flags="RW access delete"), keys_range(2, flags="OW insert")),
          acl=KEYSPACE, group=G, since="1.0.0",
-         summary="Renames a key only when the new name is free; answers 1 if it did.")
+         summary="Renames a key only when the new name is free; answers 1 if it did.", dirty=ONE_IF_WRITTEN)
 def renamenx(c: Client, argv: list[bytes]) -> Any:
     return int(rename_generic(c, argv, nx=True))
 
@@ -443,7 +444,7 @@ def copy_options(c: Client, argv: list[bytes]) -> tuple[Database, bool]:
          complexity="O(N) worst case for collections, where N is the number of nested items. "
          "O(1) for string values.",
          summary="Copies a key's value (and TTL) to another key, in this or another database "
-         "(DB, REPLACE).")
+         "(DB, REPLACE).", dirty=ONE_IF_WRITTEN)
 def copy(c: Client, argv: list[bytes]) -> Any:
     target, replace = copy_options(c, argv)
     src, dst = argv[1], argv[2]
@@ -467,7 +468,7 @@ def copy(c: Client, argv: list[bytes]) -> Any:
 
 @command("move", 3, "write fast", keys=keys_range(1, flags="RW access update"), acl=KEYSPACE,
          group=G, since="1.0.0",
-         summary="Moves a key to another database unless a key of that name is there.")
+         summary="Moves a key to another database unless a key of that name is there.", dirty=ONE_IF_WRITTEN)
 def move(c: Client, argv: list[bytes]) -> Any:
     source = c.db
     target = other_db(c, argv[2])

@@ -7,6 +7,7 @@ from typing import Any
 
 from fakekey.commands.args import NO_SUCH_KEY, SYNTAX, parse_int, parse_timeout, wrong_args
 from fakekey.core.client import Client
+from fakekey.core.dirty import ELEMENTS_CHANGED, INTEGER_REPLY, ONE_IF_WRITTEN, POPPED, POPPED_MANY, PUSHED
 from fakekey.core.keyspace import Database
 from fakekey.core.registry import command, keys_numkeys, keys_range
 from fakekey.resp.replies import NULL_ARRAY, OK, ReplyError
@@ -110,28 +111,28 @@ PUSH_COMPLEXITY = ("O(1) for each element added, so O(N) to add N elements when 
 
 @command("lpush", -3, "write denyoom fast", keys=keys_range(1, flags=RW_INSERT), acl="list",
          group=G, since="1.0.0", complexity=PUSH_COMPLEXITY,
-         summary="Prepends elements to a list, creating it if needed.")
+         summary="Prepends elements to a list, creating it if needed.", dirty=PUSHED)
 def lpush(c: Client, argv: list[bytes]) -> Any:
     return push(c, argv[1], argv[2:], left=True)
 
 
 @command("rpush", -3, "write denyoom fast", keys=keys_range(1, flags=RW_INSERT), acl="list",
          group=G, since="1.0.0", complexity=PUSH_COMPLEXITY,
-         summary="Appends elements to a list, creating it if needed.")
+         summary="Appends elements to a list, creating it if needed.", dirty=PUSHED)
 def rpush(c: Client, argv: list[bytes]) -> Any:
     return push(c, argv[1], argv[2:], left=False)
 
 
 @command("lpushx", -3, "write denyoom fast", keys=keys_range(1, flags=RW_INSERT), acl="list",
          group=G, since="2.2.0", complexity=PUSH_COMPLEXITY,
-         summary="Prepends elements to a list only when the list exists.")
+         summary="Prepends elements to a list only when the list exists.", dirty=PUSHED)
 def lpushx(c: Client, argv: list[bytes]) -> Any:
     return push(c, argv[1], argv[2:], left=True, only_existing=True)
 
 
 @command("rpushx", -3, "write denyoom fast", keys=keys_range(1, flags=RW_INSERT), acl="list",
          group=G, since="2.2.0", complexity=PUSH_COMPLEXITY,
-         summary="Appends elements to a list only when the list exists.")
+         summary="Appends elements to a list only when the list exists.", dirty=PUSHED)
 def rpushx(c: Client, argv: list[bytes]) -> Any:
     return push(c, argv[1], argv[2:], left=False, only_existing=True)
 
@@ -180,14 +181,14 @@ def pop_command(c: Client, argv: list[bytes], left: bool) -> Any:
 
 @command("lpop", -2, "write fast", keys=keys_range(1, flags=RW_ACCESS_DELETE), acl="list",
          group=G, since="1.0.0", complexity="O(N) where N is the number of elements returned",
-         summary="Removes and returns the first elements of a list.")
+         summary="Removes and returns the first elements of a list.", dirty=POPPED)
 def lpop(c: Client, argv: list[bytes]) -> Any:
     return pop_command(c, argv, left=True)
 
 
 @command("rpop", -2, "write fast", keys=keys_range(1, flags=RW_ACCESS_DELETE), acl="list",
          group=G, since="1.0.0", complexity="O(N) where N is the number of elements returned",
-         summary="Removes and returns the last elements of a list.")
+         summary="Removes and returns the last elements of a list.", dirty=POPPED)
 def rpop(c: Client, argv: list[bytes]) -> Any:
     return pop_command(c, argv, left=False)
 
@@ -267,7 +268,7 @@ def mpop_keys(argv: list[bytes], at: int) -> list[int]:
 @command("lmpop", -4, "write movablekeys", keys=keys_numkeys(1, flags=RW_ACCESS_DELETE),
          acl="list", group=G, since="7.0.0",
          complexity="O(N+M) where N is the number of provided keys and M is the number of elements returned.",
-         summary="Pops elements from the first non-empty list among several.")
+         summary="Pops elements from the first non-empty list among several.", dirty=POPPED_MANY)
 def lmpop(c: Client, argv: list[bytes]) -> Any:
     keys, left, count = parse_mpop(argv, 1, _LIST_ENDS)
     result = mpop_first(c, keys, left, count)
@@ -277,7 +278,7 @@ def lmpop(c: Client, argv: list[bytes]) -> Any:
 @command("blmpop", -5, "write blocking movablekeys", keys=keys_numkeys(2, flags=RW_ACCESS_DELETE),
          acl="list", group=G, since="7.0.0",
          complexity="O(N+M) where N is the number of provided keys and M is the number of elements returned.",
-         summary="Pops elements from the first non-empty list among several, waiting if all are empty.")
+         summary="Pops elements from the first non-empty list among several, waiting if all are empty.", dirty=POPPED_MANY)
 def blmpop(c: Client, argv: list[bytes]) -> Any:
     deadline = parse_timeout(argv[1], c.state.now)
     keys, left, count = parse_mpop(argv, 2, _LIST_ENDS)
@@ -293,13 +294,13 @@ _MOVE_KEYS = (keys_range(1, flags=RW_ACCESS_DELETE), keys_range(2, flags=RW_INSE
 
 
 @command("lmove", 5, "write denyoom", keys=_MOVE_KEYS, acl="list", group=G, since="6.2.0",
-         summary="Pops an element from one end of a list and pushes it to an end of another.")
+         summary="Pops an element from one end of a list and pushes it to an end of another.", dirty=ONE_IF_WRITTEN)
 def lmove(c: Client, argv: list[bytes]) -> Any:
     return move(c, argv[1], argv[2], parse_where(argv[3]), parse_where(argv[4]))
 
 
 @command("rpoplpush", 3, "write denyoom", keys=_MOVE_KEYS, acl="list", group=G, since="1.2.0",
-         summary="Pops the last element of a list and prepends it to another list.")
+         summary="Pops the last element of a list and prepends it to another list.", dirty=ONE_IF_WRITTEN)
 def rpoplpush(c: Client, argv: list[bytes]) -> Any:
     return move(c, argv[1], argv[2], False, True)
 
@@ -313,7 +314,7 @@ def blocking_move(c: Client, argv: list[bytes], from_left: bool, to_left: bool, 
 
 
 @command("blmove", 6, "write denyoom blocking", keys=_MOVE_KEYS, acl="list", group=G,
-         since="6.2.0", summary="Moves an element between lists, waiting for one if the source is empty.")
+         since="6.2.0", summary="Moves an element between lists, waiting for one if the source is empty.", dirty=ONE_IF_WRITTEN)
 def blmove(c: Client, argv: list[bytes]) -> Any:
     from_left, to_left = parse_where(argv[3]), parse_where(argv[4])
     return blocking_move(c, argv, from_left, to_left, argv[5])
@@ -321,7 +322,7 @@ def blmove(c: Client, argv: list[bytes]) -> Any:
 
 @command("brpoplpush", 4, "write denyoom blocking", keys=_MOVE_KEYS, acl="list", group=G,
          since="2.2.0",
-         summary="Moves the last element of a list to the head of another, waiting if empty.")
+         summary="Moves the last element of a list to the head of another, waiting if empty.", dirty=ONE_IF_WRITTEN)
 def brpoplpush(c: Client, argv: list[bytes]) -> Any:
     return blocking_move(c, argv, False, True, argv[3])
 
@@ -458,7 +459,7 @@ def lset(c: Client, argv: list[bytes]) -> Any:
 
 @command("lrem", 4, "write", keys=keys_range(1, flags="RW delete"), acl="list", group=G,
          since="1.0.0", complexity="O(N+M) where N is the length of the list and M is the number of elements removed.",
-         summary="Removes occurrences of an element from a list.")
+         summary="Removes occurrences of an element from a list.", dirty=INTEGER_REPLY)
 def lrem(c: Client, argv: list[bytes]) -> Any:
     count = parse_int(argv[2])
     lst = lookup_list(c, argv[1])
@@ -483,7 +484,7 @@ def lrem(c: Client, argv: list[bytes]) -> Any:
 
 @command("ltrim", 4, "write", keys=keys_range(1, flags="RW delete"), acl="list", group=G,
          since="1.0.0", complexity="O(N) where N is the number of elements to be removed by the operation.",
-         summary="Keeps only a range of elements of a list, deleting the rest.")
+         summary="Keeps only a range of elements of a list, deleting the rest.", dirty=ELEMENTS_CHANGED)
 def ltrim(c: Client, argv: list[bytes]) -> Any:
     start, end = parse_int(argv[2]), parse_int(argv[3])
     lst = lookup_list(c, argv[1])

@@ -248,7 +248,7 @@ def histogram_commands(c: Client, names: list[bytes]) -> list[Any]:
                 chosen.extend(cmd.subcommands.values() if cmd.subcommands else (cmd,))
     else:
         chosen = [sub for cmd in registry.all() for sub in (cmd, *cmd.subcommands.values())]
-    return [cmd for cmd in chosen if cmd.calls]
+    return [cmd for cmd in chosen if c.state.stats_of(cmd).calls]
 
 
 @command("latency|histogram", -2, LATENCY_ADMIN, acl="dangerous", since="7.0.0",
@@ -260,5 +260,5 @@ def histogram_commands(c: Client, names: list[bytes]) -> list[Any]:
 def latency_histogram(c: Client, argv: list[bytes]) -> Any:
     if not c.state.config["latency-tracking"]:
         return {}
-    return {cmd.name.encode(): {b"calls": cmd.calls, b"histogram_usec": {}}
+    return {cmd.name.encode(): {b"calls": c.state.stats_of(cmd).calls, b"histogram_usec": {}}
             for cmd in histogram_commands(c, argv[2:])}

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from fakekey import REDIS_VERSION
+from fakekey._version import REDIS_VERSION
 from fakekey.codecs.shebang import NO_WRITES, parse_shebang
 from fakekey.commands.args import parse_int
 from fakekey.core.client import Client

@@ -15,6 +15,7 @@ from fakekey.commands.args import LLONG_MIN, SYNTAX, WRONGTYPE, parse_int, try_i
 from fakekey.commands.picks import draws, repeated_picks
 from fakekey.commands.scan import parse_cursor, parse_scan_options
 from fakekey.core.client import Client
+from fakekey.core.dirty import INTEGER_REPLY, POPPED
 from fakekey.core.registry import command, keys_numkeys, keys_range
 from fakekey.resp.replies import ReplyError, SetReply
 from fakekey.types.set import HASHTABLE, INTSET, LISTPACK, SetLimits, SetValue, is_integer
@@ -78,7 +79,7 @@ def parse_positive_count(raw: bytes) -> int:
          group=G, since="1.0.0",
          complexity="O(1) for each element added, so O(N) to add N elements when the "
          "command is called with multiple arguments.",
-         summary="Adds members to a set, creating it if needed; answers how many were new.")
+         summary="Adds members to a set, creating it if needed; answers how many were new.", dirty=INTEGER_REPLY)
 def sadd(c: Client, argv: list[bytes]) -> Any:
     key = argv[1]
     members = argv[2:]
@@ -100,7 +101,7 @@ def sadd(c: Client, argv: list[bytes]) -> Any:
 @command("srem", -3, "write fast", keys=keys_range(1, flags="RW delete"), acl="set", group=G,
          since="1.0.0", complexity="O(N) where N is the number of members to be removed.",
          summary="Removes members from a set, deleting it when emptied; answers how many "
-         "were removed.")
+         "were removed.", dirty=INTEGER_REPLY)
 def srem(c: Client, argv: list[bytes]) -> Any:
     key = argv[1]
     s = lookup_set(c, key)
@@ -182,7 +183,7 @@ def smove(c: Client, argv: list[bytes]) -> Any:
          complexity="Without the count argument O(1), otherwise O(N) where N is the value "
          "of the passed count.",
          tips="nondeterministic_output",
-         summary="Removes and answers random members of a set, deleting it when emptied.")
+         summary="Removes and answers random members of a set, deleting it when emptied.", dirty=POPPED)
 def spop(c: Client, argv: list[bytes]) -> Any:
     if len(argv) == 3:
         return spop_count(c, argv[1], parse_positive_count(argv[2]))

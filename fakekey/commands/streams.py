@@ -32,6 +32,7 @@ from fakekey.commands.args import (
     wrong_args,
 )
 from fakekey.core.client import Client
+from fakekey.core.dirty import CLAIMED, CONSUMER_DELETED, INTEGER_REPLY, ONE_IF_OK, READGROUP
 from fakekey.core.registry import KeySpec, command, container, keys_keyword, keys_range
 from fakekey.resp.replies import NULL_ARRAY, OK, ReplyError, Simple
 from fakekey.types.stream import (
@@ -385,7 +386,7 @@ def append_entry(c: Client, key: bytes, s: StreamValue, created: bool, sid: Stre
          complexity="O(N), with N being the number of evicted entries. Constant times are very "
          "small however, since entries are organized in macro nodes containing multiple entries "
          "that can be released with a single deallocation.",
-         summary="Removes the oldest entries of a stream by length or by id.")
+         summary="Removes the oldest entries of a stream by length or by id.", dirty=INTEGER_REPLY)
 def xtrim(c: Client, argv: list[bytes]) -> Any:
     args, _ = parse_add_or_trim(c, argv, xadd=False)
     s = lookup_stream(c, argv[1])
@@ -455,7 +456,7 @@ def xlen(c: Client, argv: list[bytes]) -> Any:
          since="5.0.0",
          complexity="O(1) for each single item to delete in the stream, regardless of the "
          "stream size.",
-         summary="Deletes entries of a stream by id.")
+         summary="Deletes entries of a stream by id.", dirty=INTEGER_REPLY)
 def xdel(c: Client, argv: list[bytes]) -> Any:
     s = lookup_stream(c, argv[1])
     if s is None:
@@ -709,7 +710,7 @@ def xread(c: Client, argv: list[bytes]) -> Any:
          "returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), "
          "you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the "
          "O(N) time in order to serve the N clients blocked on the stream getting new data.",
-         summary="Reads entries for a consumer of a group, new ones or its pending ones.")
+         summary="Reads entries for a consumer of a group, new ones or its pending ones.", dirty=READGROUP)
 def xreadgroup(c: Client, argv: list[bytes]) -> Any:
     return read_command(c, argv, group_mode=True)
 
@@ -793,7 +794,7 @@ container("xgroup", group=G, since="5.0.0", summary="Manages the consumer groups
 
 
 @command("xgroup|create", -5, "write denyoom", keys=keys_range(2, flags="RW insert"), acl=ACL,
-         since="5.0.0", summary="Creates a consumer group, optionally creating the stream.")
+         since="5.0.0", summary="Creates a consumer group, optionally creating the stream.", dirty=ONE_IF_OK)
 def xgroup_create(c: Client, argv: list[bytes]) -> Any:
     ctx = xgroup_context(c, argv, "create")
     if len(argv) > 8:
@@ -815,7 +816,7 @@ def xgroup_create(c: Client, argv: list[bytes]) -> Any:
 
 
 @command("xgroup|createconsumer", 5, "write denyoom", keys=keys_range(2, flags="RW insert"),
-         acl=ACL, since="6.2.0", summary="Creates a consumer in a consumer group.")
+         acl=ACL, since="6.2.0", summary="Creates a consumer in a consumer group.", dirty=INTEGER_REPLY)
 def xgroup_createconsumer(c: Client, argv: list[bytes]) -> Any:
     _, group = xgroup_context(c, argv, "createconsumer").existing()
     if argv[4] in group.consumers:
@@ -825,7 +826,7 @@ def xgroup_createconsumer(c: Client, argv: list[bytes]) -> Any:
 
 
 @command("xgroup|delconsumer", 5, "write", keys=keys_range(2, flags="RW delete"), acl=ACL,
-         since="5.0.0", summary="Deletes a consumer and its pending entries from a group.")
+         since="5.0.0", summary="Deletes a consumer and its pending entries from a group.", dirty=CONSUMER_DELETED)
 def xgroup_delconsumer(c: Client, argv: list[bytes]) -> Any:
     _, group = xgroup_context(c, argv, "delconsumer").existing()
     consumer = group.consumers.get(argv[4])
@@ -839,7 +840,7 @@ def xgroup_delconsumer(c: Client, argv: list[bytes]) -> Any:
 @command("xgroup|destroy", 4, "write", keys=keys_range(2, flags="RW delete"), acl=ACL,
          since="5.0.0",
          complexity="O(N) where N is the number of entries in the group's pending entries list (PEL).",
-         summary="Deletes a consumer group.")
+         summary="Deletes a consumer group.", dirty=INTEGER_REPLY)
 def xgroup_destroy(c: Client, argv: list[bytes]) -> Any:
     ctx = xgroup_context(c, argv, "destroy")
     if ctx.group is None:
@@ -859,7 +860,7 @@ def xgroup_help(c: Client, argv: list[bytes]) -> Any:
 
 
 @command("xgroup|setid", -5, "write", keys=keys_range(2, flags="RW update"), acl=ACL,
-         since="5.0.0", summary="Moves the last delivered id of a consumer group.")
+         since="5.0.0", summary="Moves the last delivered id of a consumer group.", dirty=ONE_IF_OK)
 def xgroup_setid(c: Client, argv: list[bytes]) -> Any:
     ctx = xgroup_context(c, argv, "setid")
     if len(argv) not in (5, 7):
@@ -876,7 +877,7 @@ def xgroup_setid(c: Client, argv: list[bytes]) -> Any:
 
 @command("xsetid", -3, "write denyoom fast", keys=keys_range(1, flags="RW update"), acl=ACL,
          group=G, since="5.0.0",
-         summary="Sets a stream's last id, entries-added counter and max deleted id.")
+         summary="Sets a stream's last id, entries-added counter and max deleted id.", dirty=ONE_IF_OK)
 def xsetid(c: Client, argv: list[bytes]) -> Any:
     sid = parse_id(argv[2], strict=True)
     entries_added = -1
@@ -920,7 +921,7 @@ def xsetid(c: Client, argv: list[bytes]) -> Any:
 
 @command("xack", -4, "write fast", keys=keys_range(1, flags="RW update"), acl=ACL, group=G,
          since="5.0.0", complexity="O(1) for each message ID processed.",
-         summary="Acknowledges entries of a consumer group, removing them from its PEL.")
+         summary="Acknowledges entries of a consumer group, removing them from its PEL.", dirty=INTEGER_REPLY)
 def xack(c: Client, argv: list[bytes]) -> Any:
     s = lookup_stream(c, argv[1])
     group = s.groups.get(argv[2]) if s is not None else None
@@ -1053,7 +1054,7 @@ def claim_ids(argv: list[bytes]) -> list[StreamID]:
 @command("xclaim", -6, "write fast", keys=keys_range(1, flags="RW update"), acl=ACL, group=G,
          since="5.0.0", tips=NONDETERMINISTIC,
          complexity="O(log N) with N being the number of messages in the PEL of the consumer group.",
-         summary="Transfers pending entries of a group to another consumer.")
+         summary="Transfers pending entries of a group to another consumer.", dirty=CLAIMED)
 def xclaim(c: Client, argv: list[bytes]) -> Any:
     key = argv[1]
     s, group = lookup_group(c, key, argv[2])
@@ -1096,7 +1097,7 @@ AUTOCLAIM_MAX_COUNT = LLONG_MAX // 16  # LONG_MAX / max(sizeof(streamID), attemp
 
 @command("xautoclaim", -6, "write fast", keys=keys_range(1, flags="RW delete"), acl=ACL, group=G,
          since="6.2.0", tips=NONDETERMINISTIC, complexity="O(1) if COUNT is small.",
-         summary="Transfers idle pending entries of a group to a consumer, scanning like SCAN.")
+         summary="Transfers idle pending entries of a group to a consumer, scanning like SCAN.", dirty=CLAIMED)
 def xautoclaim(c: Client, argv: list[bytes]) -> Any:
     min_idle = max(parse_int(argv[4], ReplyError("ERR Invalid min-idle-time argument for XAUTOCLAIM")), 0)
     start, exclusive = parse_interval(argv[5], 0)

@@ -22,6 +22,7 @@ from fakekey.commands.args import (
     wrong_args,
 )
 from fakekey.core.client import Client
+from fakekey.core.dirty import KEY_PAIRS, TTL_CHANGED
 from fakekey.core.registry import KeySpec, command, keys_range
 from fakekey.resp.replies import OK, ReplyError
 
@@ -253,7 +254,7 @@ def getdel(c: Client, argv: list[bytes]) -> Any:
 
 @command("getex", -2, "write fast", keys=keys_range(1, flags="RW access update"), acl="string",
          group=G, since="6.2.0",
-         summary="Answers the string value of a key and changes or removes its expiry.")
+         summary="Answers the string value of a key and changes or removes its expiry.", dirty=TTL_CHANGED)
 def getex(c: Client, argv: list[bytes]) -> Any:
     opts = parse_extended(argv, 2, "get")
     deadline = expire_deadline(c, opts.unit, opts.expire, "getex") if opts.unit else None
@@ -306,7 +307,7 @@ def _pairs_or_arity(argv: list[bytes], name: str) -> None:
 @command("mset", -3, "write denyoom", keys=keys_range(1, -1, 2, flags="OW update"), acl="string",
          group=G, since="1.0.1", complexity="O(N) where N is the number of keys to set.",
          tips="request_policy:multi_shard response_policy:all_succeeded",
-         summary="Stores the string values of several keys.")
+         summary="Stores the string values of several keys.", dirty=KEY_PAIRS)
 def mset(c: Client, argv: list[bytes]) -> Any:
     _pairs_or_arity(argv, "mset")
     set_value = c.db.set_value
@@ -318,7 +319,7 @@ def mset(c: Client, argv: list[bytes]) -> Any:
 @command("msetnx", -3, "write denyoom", keys=keys_range(1, -1, 2, flags="OW insert"),
          acl="string", group=G, since="1.0.1",
          complexity="O(N) where N is the number of keys to set.",
-         summary="Stores the string values of several keys only when none of them exists.")
+         summary="Stores the string values of several keys only when none of them exists.", dirty=KEY_PAIRS)
 def msetnx(c: Client, argv: list[bytes]) -> Any:
     _pairs_or_arity(argv, "msetnx")
     db = c.db

@@ -25,6 +25,7 @@ from fakekey.commands.args import (
 from fakekey.commands.picks import PickChunk, draws, repeated_picks
 from fakekey.commands.scan import hash_order, hash_order_page, parse_cursor, parse_scan_options
 from fakekey.core.client import Client
+from fakekey.core.dirty import ELEMENTS_CHANGED, INTEGER_REPLY, POPPED_MANY
 from fakekey.core.registry import command, keys_numkeys, keys_range
 from fakekey.resp.encoder import format_double
 from fakekey.resp.replies import NULL_ARRAY, ReplyError
@@ -361,7 +362,7 @@ def zincrby(c: Client, argv: list[bytes]) -> Any:
          complexity="O(M*log(N)) with N being the number of elements in the sorted set and "
          "M the number of elements to be removed.",
          summary="Removes members from a sorted set, deleting it when emptied; answers how "
-         "many were removed.")
+         "many were removed.", dirty=INTEGER_REPLY)
 def zrem(c: Client, argv: list[bytes]) -> Any:
     key = argv[1]
     zs = lookup_zset(c, key)
@@ -409,21 +410,21 @@ _REMRANGE_COMPLEXITY = (
 
 @command("zremrangebyrank", 4, "write", keys=keys_range(1, flags="RW delete"), acl=ACL,
          group=G, since="2.0.0", complexity=_REMRANGE_COMPLEXITY,
-         summary="Removes the members within a range of ranks; answers how many.")
+         summary="Removes the members within a range of ranks; answers how many.", dirty=INTEGER_REPLY)
 def zremrangebyrank(c: Client, argv: list[bytes]) -> Any:
     return zremrange(c, argv, "rank")
 
 
 @command("zremrangebyscore", 4, "write", keys=keys_range(1, flags="RW delete"), acl=ACL,
          group=G, since="1.2.0", complexity=_REMRANGE_COMPLEXITY,
-         summary="Removes the members within a range of scores; answers how many.")
+         summary="Removes the members within a range of scores; answers how many.", dirty=INTEGER_REPLY)
 def zremrangebyscore(c: Client, argv: list[bytes]) -> Any:
     return zremrange(c, argv, "score")
 
 
 @command("zremrangebylex", 4, "write", keys=keys_range(1, flags="RW delete"), acl=ACL,
          group=G, since="2.8.9", complexity=_REMRANGE_COMPLEXITY,
-         summary="Removes the members within a lexicographical range; answers how many.")
+         summary="Removes the members within a lexicographical range; answers how many.", dirty=INTEGER_REPLY)
 def zremrangebylex(c: Client, argv: list[bytes]) -> Any:
     return zremrange(c, argv, "lex")
 
@@ -754,7 +755,7 @@ _POP_COMPLEXITY = (
 
 @command("zpopmin", -2, "write fast", keys=keys_range(1, flags="RW access delete"), acl=ACL,
          group=G, since="5.0.0", complexity=_POP_COMPLEXITY,
-         summary="Removes and answers the lowest-scoring members; deletes the key when emptied.")
+         summary="Removes and answers the lowest-scoring members; deletes the key when emptied.", dirty=ELEMENTS_CHANGED)
 def zpopmin(c: Client, argv: list[bytes]) -> Any:
     return zpop_command(c, argv, from_max=False)
 
@@ -762,7 +763,7 @@ def zpopmin(c: Client, argv: list[bytes]) -> Any:
 @command("zpopmax", -2, "write fast", keys=keys_range(1, flags="RW access delete"), acl=ACL,
          group=G, since="5.0.0", complexity=_POP_COMPLEXITY,
          summary="Removes and answers the highest-scoring members; deletes the key when "
-         "emptied.")
+         "emptied.", dirty=ELEMENTS_CHANGED)
 def zpopmax(c: Client, argv: list[bytes]) -> Any:
     return zpop_command(c, argv, from_max=True)
 
@@ -772,7 +773,7 @@ def zpopmax(c: Client, argv: list[bytes]) -> Any:
          complexity="O(K) + O(M*log(N)) where K is the number of provided keys, N being the "
          "number of elements in the sorted set, and M being the number of elements popped.",
          summary="Pops the lowest or highest members of the first non-empty sorted set among "
-         "several keys; answers the key and the members with scores.")
+         "several keys; answers the key and the members with scores.", dirty=POPPED_MANY)
 def zmpop(c: Client, argv: list[bytes]) -> Any:
     args = parse_mpop(argv, 1)
     popped = pop_first_nonempty(c, args.keys, args.from_max, args.count)
@@ -1145,7 +1146,7 @@ def bzpopmax(c: Client, argv: list[bytes]) -> Any:
          complexity="O(K) + O(M*log(N)) where K is the number of provided keys, N being the "
          "number of elements in the sorted set, and M being the number of elements popped.",
          summary="Pops members from the first non-empty sorted set among several, waiting "
-         "if all are empty.")
+         "if all are empty.", dirty=POPPED_MANY)
 def bzmpop(c: Client, argv: list[bytes]) -> Any:
     deadline = parse_timeout(argv[1], c.state.now)
     args = parse_mpop(argv, 2)

@@ -24,6 +24,7 @@ from collections import deque
 from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
+from fakekey.core.monitor import log_command
 from fakekey.resp.replies import NO_REPLY, NULL_ARRAY, ReplyError
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ class Blocking:
     def _uncount_run(self, client: Client, cmd: Command, first: bool) -> None:
         """The run that just blocked is not a call yet: take back what run_command
         counted, and (on the first run) the tot-cmds the connection adds after it."""
-        cmd.calls -= 1
+        self.state.stats_of(cmd).calls -= 1
         self.state.commands_processed -= 1
         if first:
             client.total_commands -= 1
@@ -120,12 +121,11 @@ class Blocking:
         cmd = waiter.cmd
         state = self.state
         if not ran:  # run_command timed every run; this is the time answering the end
-            cmd.calls += 1
+            stats = state.stats_of(cmd)
+            stats.calls += 1
             state.commands_processed += 1
-            cmd.ns += elapsed_ns
+            stats.ns += elapsed_ns
             if waiter.busy_ns + elapsed_ns >= state.slow_ns:  # the slow log, at completion
-                from fakekey.commands.observability import log_command
-
                 log_command(state, waiter.client, waiter.argv, (waiter.busy_ns + elapsed_ns) // 1000)
         waiter.client.total_commands += 1
 
@@ -241,7 +241,7 @@ class Blocking:
             self._time_out(waiter)
             return True
         started = perf_counter_ns()
-        waiter.cmd.rejected_calls += 1
+        self.state.stats_of(waiter.cmd).rejected_calls += 1
         self.state._count_error(reply)
         self._answer(client, reply)
         self._count_completion(waiter, perf_counter_ns() - started, ran=False)

@@ -47,7 +47,7 @@ class Client:
         self.no_touch = False
         self.close_after_reply = False
         self.killed = False
-        self.monitor = False  # in MONITOR mode (commands/observability.py)
+        self.monitor = False  # in MONITOR mode (core/monitor.py)
         self.tracking: Any = None  # CLIENT TRACKING on: a ClientTracking (fakekey/core/tracking.py)
         # MULTI / WATCH
         self.in_multi = False

@@ -3,17 +3,17 @@
 The write funnel (keyspace.py) counts one per change it sees. Valkey's commands count
 their own way: SADD the members added, HSET every field pair given (even unchanged ones),
 LPUSH every element pushed, EXPIRE or RENAME one whatever the funnel saw, ... and some
-commands change data without the funnel (stream groups). The commands listed here get
-their handler wrapped once, so that after a run the counter moved by Valkey's amount;
-other commands cost nothing more.
+commands change data without the funnel (stream groups). Such a command is declared with
+one of the rules below (`@command(..., dirty=INTEGER_REPLY)`): its handler is wrapped as
+it is declared, so that after a run the counter moved by Valkey's amount; other commands
+cost nothing more.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
-from fakekey.core.registry import Command, Registry
 from fakekey.resp.replies import Simple
 
 if TYPE_CHECKING:
@@ -141,38 +141,39 @@ def _ttl_changed(c: Any, argv: list[bytes], reply: Any, funnel: int, before: int
     return 1 if funnel or c.db.expires.get(argv[1]) != before else 0
 
 
-RULES: dict[str, tuple[Rule, Before | None]] = {}
+class Dirty:
+    """How one command moves the dirty counter: `rule` answers its count after the run
+    (seeing the reply and what the funnel counted); `before`, if any, measures what the
+    rule needs before the handler runs. Given to `@command(..., dirty=...)`."""
+
+    __slots__ = ("rule", "before")
+
+    def __init__(self, rule: Rule, before: Before | None = None) -> None:
+        self.rule = rule
+        self.before = before
 
 
-def _add(names: str, rule: Rule, before: Before | None = None) -> None:
-    for name in names.split():
-        RULES[name] = (rule, before)
+ELEMENTS_CHANGED: Final = Dirty(_elements_changed, _size_before)  # LTRIM, ZPOPMIN count...
+POPPED: Final = Dirty(_popped)  # LPOP, RPOP, SPOP
+ONE_IF_WRITTEN: Final = Dirty(_one_if_written)  # RENAME, MOVE, LMOVE, COPY...
+TTL_CHANGED: Final = Dirty(_ttl_changed, _ttl_before)  # GETEX
+# the reply is the count of elements (keys, entries) changed: SADD, HDEL, EXPIRE, XACK...
+INTEGER_REPLY: Final = Dirty(_integer_reply)
+ONE_IF_OK: Final = Dirty(_one_if_ok)  # XGROUP CREATE, XGROUP SETID, XSETID
+PUSHED: Final = Dirty(_pushed)  # LPUSH, RPUSH, LPUSHX, RPUSHX
+FIELD_PAIRS: Final = Dirty(_pairs_from(2))  # HSET, HMSET
+KEY_PAIRS: Final = Dirty(_pairs_from(1))  # MSET, MSETNX
+POPPED_MANY: Final = Dirty(_popped_many)  # LMPOP, ZMPOP and their blocking forms
+CLAIMED: Final = Dirty(_claimed, _consumer_exists)  # XCLAIM, XAUTOCLAIM
+READGROUP: Final = Dirty(_readgroup_counted, _readgroup_before)  # XREADGROUP
+CONSUMER_DELETED: Final = Dirty(_one_if_existed, _delconsumer_before)  # XGROUP DELCONSUMER
 
 
-_add("ltrim zpopmin zpopmax", _elements_changed, _size_before)
-_add("lpop rpop spop", _popped)
-_add("rename renamenx move lmove blmove rpoplpush brpoplpush copy", _one_if_written)
-_add("getex", _ttl_changed, _ttl_before)
-_add("sadd srem hdel lrem zrem zremrangebyrank zremrangebyscore zremrangebylex xdel xtrim "
-     "expire pexpire expireat pexpireat persist xack xgroup|destroy xgroup|createconsumer",
-     _integer_reply)  # the reply is the count of elements (keys, entries) changed
-_add("xgroup|create xgroup|setid xsetid", _one_if_ok)
-_add("lpush rpush lpushx rpushx", _pushed)
-_add("hset hmset", _pairs_from(2))
-_add("mset msetnx", _pairs_from(1))
-_add("lmpop blmpop zmpop bzmpop", _popped_many)
-_add("xclaim xautoclaim", _claimed, _consumer_exists)
-_add("xreadgroup", _readgroup_counted, _readgroup_before)
-_add("xgroup|delconsumer", _one_if_existed, _delconsumer_before)
-
-
-# the handlers already wrapped (a second install must not count twice)
-_WRAPPED: set[Any] = set()
-
-
-def _counted(handler: Callable[..., Any], rule: Rule, before: Before | None) -> Callable[..., Any]:
+def counted(handler: Callable[..., Any], dirty: Dirty) -> Callable[..., Any]:
     """The handler, then the counter set to where Valkey's count puts it (an error
-    leaves what the funnel counted)."""
+    leaves what the funnel counted). The registry wraps a handler so when its command
+    is declared with `dirty=`."""
+    rule, before = dirty.rule, dirty.before
     # `c` typed: compiled, its state and the counter are read natively
     if before is None:
         def run(c: Client, argv: list[bytes]) -> Any:
@@ -182,30 +183,13 @@ def _counted(handler: Callable[..., Any], rule: Rule, before: Before | None) -> 
             state.dirty = start + rule(c, argv, reply, state.dirty - start, None)
             return reply
     else:
+        measure = before
+
         def run(c: Client, argv: list[bytes]) -> Any:
             state = c.state
             start = state.dirty
-            measured = before(c, argv)
+            measured = measure(c, argv)
             reply = handler(c, argv)
             state.dirty = start + rule(c, argv, reply, state.dirty - start, measured)
             return reply
-    _WRAPPED.add(run)  # (a compiled closure takes no attributes to mark it with)
     return run
-
-
-
-def _command(registry: Registry, name: str) -> Command | None:
-    container, _, sub = name.encode().partition(b"|")
-    cmd = registry.commands.get(container)
-    if cmd is not None and sub:
-        cmd = cmd.subcommands.get(sub)
-    return cmd
-
-
-def install(registry: Registry) -> None:
-    """Wrap the handlers of the commands in RULES (once per process)."""
-    for name, (rule, before) in RULES.items():
-        cmd = _command(registry, name)
-        if cmd is None or cmd.handler is None or cmd.handler in _WRAPPED:
-            continue
-        cmd.handler = _counted(cmd.handler, rule, before)

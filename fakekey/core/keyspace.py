@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Final
 import fakekey.memory.lfu as lfu
 from fakekey.codecs.errors import WRONGTYPE
 from fakekey.memory.lazyfree import lazy_setting, release
+from fakekey.types.hash import HashValue
 
 if TYPE_CHECKING:
     from fakekey.core.client import Client
-    from fakekey.net.server import ServerState
+    from fakekey.core.state import ServerState
 
 STRING_TYPES: Final = (bytes, bytearray)
 
@@ -133,12 +134,18 @@ class Database:
         elif old is not value and type(old) is not bytes:  # a replaced value is freed
             release(self.state, old, lazy_setting(self.state, "server-del"))
         self.data[key] = value
+        if type(value) is HashValue and value.ttls:  # RESTORE, COPY: its fields expire here
+            self.track_field_ttls(value)
         if self.numbers_as_text:
             self.numbers_as_text.discard(key)
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
         self.access[key] = self.state.now
         self.written(key, event, klass)
+
+    def track_field_ttls(self, h: HashValue) -> None:
+        """A hash stored here has field TTLs: this server's cron must expire them."""
+        self.state.volatile_hashes.add(h.mark_volatile())
 
     def written(self, key: bytes, event: str | None = None, klass: str = "g") -> None:
         """After any change to `key`'s value: WATCH, readiness, notification, empties.

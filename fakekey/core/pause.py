@@ -25,7 +25,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from fakekey.codecs.shebang import parse_shebang
-from fakekey.commands.observability import MAY_REPLICATE
+from fakekey.core.monitor import MAY_REPLICATE
 from fakekey.resp.replies import NO_REPLY
 
 if TYPE_CHECKING:

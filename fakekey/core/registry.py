@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fakekey.codecs.numbers import try_int
+from fakekey.core.dirty import Dirty, counted
 
 if TYPE_CHECKING:
     from fakekey.commands.doc_data import CommandDocs
@@ -82,11 +83,8 @@ class Command:
     docs: CommandDocs | None = None  # COMMAND DOCS' arguments and history (doc_data.attach)
     subcommands: dict[bytes, Command] = field(default_factory=dict)
     parent: Command | None = None
-    calls: int = 0
-    usec: int = 0  # blocked commands' time answering their timeout or unblock
-    ns: int = 0  # time its runs took (ServerState.run_command); INFO shows usec + ns // 1000
-    failed_calls: int = 0
-    rejected_calls: int = 0
+    # its place in every server's table of counters (ServerState.command_stats)
+    index: int = -1
 
     @property
     def full_name(self) -> str:
@@ -191,12 +189,32 @@ def find_keys(spec: KeySpec, argv: list[bytes]) -> list[int] | None:
     return list(range(first, last + 1, spec.step))
 
 
+class CommandStats:
+    """One server's counters for one command (INFO commandstats, LATENCY HISTOGRAM)."""
+
+    __slots__ = ("calls", "usec", "ns", "failed_calls", "rejected_calls")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.usec = 0  # blocked commands' time answering their timeout or unblock
+        self.ns = 0  # time its runs took (ServerState.run_command); INFO shows usec + ns // 1000
+        self.failed_calls = 0
+        self.rejected_calls = 0
+
+    def reset(self) -> None:
+        self.calls = self.usec = self.ns = self.failed_calls = self.rejected_calls = 0
+
+
 class Registry:
-    """All commands by lower-case name; lookup tolerates any case of the name."""
+    """All commands by lower-case name, and the modules that declare some of them. Filled
+    as the families are imported (fakekey/commands/__init__.py `load_all`), read-only
+    after: what a server counts or changes lives on the server."""
 
     def __init__(self) -> None:
         self.commands: dict[bytes, Command] = {}
-        self.by_exact_name: dict[bytes, Command | None] = {}
+        self.modules: dict[str, int] = {}  # emulated module -> version (MODULE LIST)
+        self.size = 0  # commands and subcommands declared: the length of a stats table
+        self.complete = False  # every family loaded (fakekey.commands.load_all)
 
     def add(self, cmd: Command) -> Command:
         if "|" in cmd.name:
@@ -207,29 +225,37 @@ class Registry:
             parent.subcommands[sub.encode()] = cmd
         else:
             self.commands[cmd.name.encode()] = cmd
-        self.by_exact_name.clear()
+        cmd.index = self.size
+        self.size += 1
         return cmd
 
     def lookup(self, name: bytes) -> Command | None:
-        cmd = self.by_exact_name.get(name)
-        if cmd is None:
-            cmd = self.commands.get(name.lower())
-            if cmd is not None and len(self.by_exact_name) < 4096:
-                self.by_exact_name[name] = cmd
-        return cmd
+        """The command of that name, in any case (a server keeps a cache of its own)."""
+        return self.commands.get(name.lower())
 
     def all(self) -> Iterable[Command]:
         return self.commands.values()
 
-    def without_module(self, module: str) -> Registry:
-        """A registry of the same commands less those `module` declares (a server started
-        with that module turned off). The commands are shared, not copied."""
+    def new_stats(self) -> list[CommandStats]:
+        """A server's counters, one per command and subcommand, by `Command.index`."""
+        return [CommandStats() for _ in range(self.size)]
+
+    def without_modules(self) -> Registry:
+        """A registry of the same commands less the emulated modules' (a server started
+        with its module turned off). The commands are shared, not copied."""
         view = Registry()
-        view.commands = {name: cmd for name, cmd in self.commands.items() if cmd.module != module}
+        view.commands = {name: cmd for name, cmd in self.commands.items() if not cmd.module}
+        view.size = self.size
+        view.complete = self.complete
         return view
 
 
 REGISTRY = Registry()
+
+
+def declare_module(name: str, version: int) -> None:
+    """An emulated module, listed by MODULE LIST and HELLO while its commands are on."""
+    REGISTRY.modules[name] = version
 
 
 def command(
@@ -247,9 +273,12 @@ def command(
     get_keys: Callable[[list[bytes]], list[int]] | None = None,
     tips: str = "",
     module: str = "",
+    dirty: Dirty | None = None,
 ) -> Callable[[Handler], Handler]:
     """Declare a command next to its handler. `name` may be "parent|sub". A module's
-    command carries Valkey's `module` flag and belongs to the group `module`."""
+    command carries Valkey's `module` flag and belongs to the group `module`. `dirty`:
+    how the command moves the dirty counter, when not one per change the write funnel
+    sees (fakekey/core/dirty.py)."""
 
     if isinstance(keys, KeySpec):
         keys = (keys,)
@@ -260,7 +289,7 @@ def command(
                 name=name.lower(),
                 arity=arity,
                 flags=frozenset(flags.split() + (["module"] if module else [])),
-                handler=fn,
+                handler=fn if dirty is None else counted(fn, dirty),
                 keys=tuple(keys or ()),
                 acl=tuple(acl.split()),
                 group=group,

@@ -11,32 +11,30 @@ from asyncio import _get_running_loop
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
-from fakekey import VALKEY_VERSION, __version__
-from fakekey.commands import load_all
-from fakekey.commands.args import c_text, wrong_args
-from fakekey.commands.hashes import expire_hash_fields
-from fakekey.commands.observability import (
+from fakekey._version import VALKEY_VERSION, __version__
+from fakekey.codecs.errors import c_text, wrong_args
+from fakekey.config.settings import Config, parse_obuf_limits
+from fakekey.core.blocking import Blocking
+from fakekey.core.channels import PubSub, parse_notify_flags
+from fakekey.core.clock import Clock
+from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST, SETTINGS, SLOW, CommandLog
+from fakekey.core.field_expiry import expire_hash_fields
+from fakekey.core.keyspace import Database
+from fakekey.core.monitor import (
     feed_monitors,
     feeds_monitor_after,
     log_command,
     refuse_for_monitor,
     stop_monitoring,
 )
-from fakekey.commands.transactions import abort_exec
-from fakekey.config.settings import Config, parse_obuf_limits
-from fakekey.core.blocking import Blocking
-from fakekey.core.channels import PubSub, parse_notify_flags
-from fakekey.core.clock import Clock
-from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST, SETTINGS, SLOW, CommandLog
-from fakekey.core.dirty import install as install_dirty_rules
-from fakekey.core.keyspace import Database
 from fakekey.core.pause import Pause
-from fakekey.core.registry import REGISTRY, Command
+from fakekey.core.registry import Command, CommandStats, Registry
 from fakekey.core.tracking import Tracking
+from fakekey.core.transactions import abort_exec
 from fakekey.core.users import Users
 from fakekey.memory.eviction import MemoryTracker, maxmemory_changed, refuses
-from fakekey.modules.emq.layout import EMQ_MODULE, EMQ_MODULE_VERSION
 from fakekey.resp.replies import QUEUED, ReplyError
+from fakekey.types.field_ttls import VolatileHashes
 
 if TYPE_CHECKING:
     from fakekey.core.client import Client
@@ -61,16 +59,21 @@ SUBSCRIBED_RESP2 = frozenset({
 class ServerState:
     """Everything a command can see, shared by all connections."""
 
-    def __init__(self, config: Config | None = None) -> None:
-        load_all()
-        install_dirty_rules(REGISTRY)  # Valkey's dirty counts per command (fakekey/core/dirty.py)
+    def __init__(self, registry: Registry, config: Config | None = None) -> None:
+        """`registry`: the command declarations, loaded by whoever makes the server
+        (fakekey.commands.load_all); everything counted or changed lives here."""
         self.config = config or Config()
         self.clock = Clock()
         self.now = self.clock.now_ms()  # the current command's time snapshot (ms)
         # enable-emq-module no: the EMQ.* verbs are unknown and no module is listed
         self.emq_enabled = self.config["enable-emq-module"]
-        self.registry = REGISTRY if self.emq_enabled else REGISTRY.without_module(EMQ_MODULE)
-        self._by_exact_name = self.registry.by_exact_name  # shared lookup cache (any case)
+        self.registry = registry if self.emq_enabled else registry.without_modules()
+        # the commands by name as clients send them (any case): filled by lookups
+        self._by_exact_name: dict[bytes, Command] = {}
+        # INFO commandstats' counters, by Command.index
+        self.command_stats: list[CommandStats] = self.registry.new_stats()
+        # hashes with field TTLs, which the cron's field expiry looks at (core/field_expiry.py)
+        self.volatile_hashes = VolatileHashes()
         self.commands_processed = 0
         self.dbs = [Database(self, i) for i in range(self.config["databases"])]
         self.clients: dict[int, Client] = {}
@@ -124,7 +127,7 @@ class ServerState:
         self.aof: Any = None  # the append-only log while appendonly is on (persistence/aof.py)
         self.tcp_port = self.config["port"]
         self.fakekey_enabled = self.config["enable-fakekey-commands"]
-        self.monitors: list[Client] = []  # MONITOR clients (commands/observability.py)
+        self.monitors: list[Client] = []  # MONITOR clients (core/monitor.py)
         self.commandlog = CommandLog()  # SLOWLOG and COMMANDLOG (fakekey/core/commandlog.py)
         self.slow_ns = self._slow_threshold_ns()  # run_command logs runs at least this long
         # a request or a reply bigger than these goes to COMMANDLOG (server.py Connection)
@@ -246,10 +249,24 @@ class ServerState:
     def module_list(self) -> list[dict[bytes, object]]:
         """Modules as HELLO and MODULE LIST describe them."""
         modules: list[dict[bytes, object]] = [{b"name": b"lua", b"ver": 1, b"path": b"lua", b"args": []}]
-        if self.emq_enabled:
-            name = EMQ_MODULE.encode()
-            modules.append({b"name": name, b"ver": EMQ_MODULE_VERSION, b"path": name, b"args": []})
+        for module, version in self.registry.modules.items():
+            name = module.encode()
+            modules.append({b"name": name, b"ver": version, b"path": name, b"args": []})
         return modules
+
+    def stats_of(self, cmd: Command) -> CommandStats:
+        """This server's counters of one command."""
+        return self.command_stats[cmd.index]
+
+    def lookup(self, name: bytes) -> Command | None:
+        """The command named `name` in any case (this server's commands: with its module
+        turned off, the module's are unknown)."""
+        cmd = self._by_exact_name.get(name)
+        if cmd is None:
+            cmd = self.registry.commands.get(name.lower())
+            if cmd is not None and len(self._by_exact_name) < 4096:
+                self._by_exact_name[name] = cmd
+        return cmd
 
     # --- time ---------------------------------------------------------------------------
 
@@ -257,6 +274,25 @@ class ServerState:
         """Take the command's time snapshot; every reader during the command sees it."""
         self.now = now = self.clock.now_ms()
         return now
+
+    def set_clock(self, ms: int) -> None:
+        """Freeze the clock at `ms` (FAKEKEY.CLOCK SET, Server.freeze)."""
+        self.clock.freeze(ms)
+        self._clock_moved()
+
+    def advance_clock(self, ms: int) -> None:
+        self.clock.advance(ms)
+        self._clock_moved()
+
+    def real_clock(self) -> None:
+        self.clock.real()
+        self._clock_moved()
+
+    def _clock_moved(self) -> None:
+        """After the clock changes: expire what is due and time out waiters, now."""
+        self.expire_all_due()
+        self.blocking.clock_changed()
+        self.blocking.serve()
 
     def expire_all_due(self) -> int:
         """Delete every key whose deadline has passed (the clock moved)."""
@@ -291,13 +327,13 @@ class ServerState:
 
     def lookup_command(self, argv: list[bytes]) -> Command | ReplyError:
         """The command (or subcommand) for argv, or the arity/unknown error."""
-        cmd = self.registry.lookup(argv[0])
+        cmd = self.lookup(argv[0])
         if cmd is None:
             return unknown_command(argv)
         if cmd.subcommands and (len(argv) >= 2 or cmd.handler is None):
             # a container alone is an arity error; COMMAND alone runs COMMAND itself
             if len(argv) < 2:
-                cmd.rejected_calls += 1  # INFO commandstats counts it on the container
+                self.command_stats[cmd.index].rejected_calls += 1  # counted on the container
                 return wrong_args(cmd.name)
             sub = cmd.subcommands.get(argv[1].lower())
             if sub is None:
@@ -306,7 +342,7 @@ class ServerState:
         arity = cmd.arity
         argc = len(argv)
         if (arity > 0 and argc != arity) or argc < -arity:
-            cmd.rejected_calls += 1
+            self.command_stats[cmd.index].rejected_calls += 1
             return wrong_args(cmd.name)
         return cmd
 
@@ -326,12 +362,12 @@ class ServerState:
         if not client.acl_unrestricted:  # the one ACL test an unrestricted client pays
             refusal = self.users.check_call(client, cmd, argv)
             if refusal is not None:
-                cmd.rejected_calls += 1
+                self.command_stats[cmd.index].rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
         if self.maxmemory and self.busy_script is None:  # evict, or refuse what may grow memory
             refusal = refuses(self, client, cmd, argv)
             if refusal is not None:
-                cmd.rejected_calls += 1
+                self.command_stats[cmd.index].rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
         if client.protocol == 2 and (client.channels or client.patterns or client.shard_channels):
             if cmd.name not in SUBSCRIBED_RESP2:
@@ -342,7 +378,7 @@ class ServerState:
         if client.monitor:
             refusal = refuse_for_monitor(cmd)
             if refusal is not None:
-                cmd.rejected_calls += 1
+                self.command_stats[cmd.index].rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
         if self.busy_script is not None:
             return self._call_while_busy(client, cmd, argv)
@@ -368,7 +404,7 @@ class ServerState:
     def _needs_auth(self, name: bytes) -> bool:
         """An unknown or malformed request from an unauthenticated client: NOAUTH unless
         the command is one allowed before AUTH."""
-        cmd = self.registry.lookup(name)
+        cmd = self.lookup(name)
         return self.users.auth_required() and (cmd is None or "no_auth" not in cmd.flags)
 
     def _call_while_busy(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
@@ -393,7 +429,8 @@ class ServerState:
         # CLIENT NO-TOUCH: this client's reads leave access times alone, except TOUCH
         self.touch_keys = not client.no_touch or cmd.name == "touch"
         self.commands_processed += 1
-        cmd.calls += 1
+        stats = self.command_stats[cmd.index]
+        stats.calls += 1
         monitors = self.monitors
         if monitors and "skip_monitor" in cmd.flags:  # scripts are shown before they run
             feed_monitors(self, client, argv)
@@ -408,10 +445,10 @@ class ServerState:
             # many errors are shared instances (WRONGTYPE, SYNTAX...): each raise would
             # add its frames, and with them the request's arguments, to one traceback
             err.__traceback__ = None
-            cmd.failed_calls += 1
+            stats.failed_calls += 1
             reply = self._count_error(err)
         elapsed = _time_ns() - started  # the wall clock: a step back shortens one duration
-        cmd.ns += elapsed
+        stats.ns += elapsed
         if elapsed >= self.slow_ns and "skip_commandlog" not in cmd.flags and client.blocked is None:
             log_command(self, client, argv, elapsed // 1000)
         if monitors and feeds_monitor_after(cmd) and self.blocking.reprocessing is None:

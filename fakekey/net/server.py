@@ -13,11 +13,12 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from fakekey.commands.observability import log_command, request_size
+from fakekey.commands import load_all
 from fakekey.config.limits import adjust_open_files_limit
 from fakekey.config.settings import Config
 from fakekey.core.client import Client
 from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST
+from fakekey.core.monitor import log_command, request_size
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
 from fakekey.persistence import Persistence
 from fakekey.resp.parser import ProtocolError
@@ -527,6 +528,12 @@ def _listen_on(host: str, port: int) -> socket.socket:
     return sock
 
 
+def new_state(config: Config | None = None) -> ServerState:
+    """A server's logical state with every command family loaded: what a Server runs,
+    and what tests and benchmarks drive without a network."""
+    return ServerState(load_all(), config)
+
+
 class Server:
     """A fakekey server: in a background thread (`start()`) or in the running loop
     (`await start_async()`). Also a context manager.
@@ -551,7 +558,7 @@ class Server:
             host = _url_host(bind if isinstance(bind, str) else " ".join(bind))
         directives.append(("port", str(port)))
         self.host = host
-        self.state = ServerState(Config(directives))
+        self.state = new_state(Config(directives))
         self._requested_port = port
         self.port = port
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -588,22 +595,16 @@ class Server:
 
     def freeze(self, ms: int | None = None, *, at: datetime.datetime | int | None = None) -> None:
         """Freeze the clock at `ms` or `at` (a datetime, or unix ms; default: now)."""
-        from fakekey.commands.fakekey import clock_set
-
         when = ms if at is None else _unix_ms(at)
-        self._on_loop(clock_set, self.state, self.time_ms() if when is None else when)
+        self._on_loop(self.state.set_clock, self.time_ms() if when is None else when)
 
     def advance(self, ms: int = 0, *, seconds: float = 0) -> None:
         """Move the clock forward by `ms` plus `seconds`: keys expire and blocked clients
         time out at once. A running clock is frozen at the new time."""
-        from fakekey.commands.fakekey import clock_advance
-
-        self._on_loop(clock_advance, self.state, ms + round(seconds * 1000))
+        self._on_loop(self.state.advance_clock, ms + round(seconds * 1000))
 
     def real_time(self) -> None:
-        from fakekey.commands.fakekey import clock_real
-
-        self._on_loop(clock_real, self.state)
+        self._on_loop(self.state.real_clock)
 
     @contextlib.contextmanager
     def frozen(self, at: datetime.datetime | int | None = None) -> Iterator[Server]:

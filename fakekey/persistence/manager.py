@@ -31,6 +31,7 @@ from fakekey.persistence.snapshot import (
     write_file_atomically,
     write_temp,
 )
+from fakekey.types.hash import HashValue
 
 log = logging.getLogger("fakekey.net.server")
 
@@ -132,6 +133,8 @@ class Persistence:
                 continue
             db = state.dbs[index]
             db.data[key] = value
+            if isinstance(value, HashValue) and value.ttls:
+                db.track_field_ttls(value)
             db.access[key] = now
             if deadline >= 0:
                 db.expires[key] = deadline

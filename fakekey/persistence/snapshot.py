@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from fakekey import __version__
+from fakekey._version import __version__
 from fakekey.persistence.codec import (
     CorruptData,
     FrameError,

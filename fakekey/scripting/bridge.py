@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from greenlet import GreenletExit, getcurrent, greenlet
 
 from fakekey.core.client import Client
+from fakekey.core.transactions import end_transaction
 from fakekey.memory.eviction import OOM
 from fakekey.resp.encoder import ENCODERS, format_double
 from fakekey.resp.replies import (
@@ -674,7 +675,7 @@ class CommandBridge:
         """A command the script may not run: Valkey counts the error, then hands it to
         the script as a command error."""
         if cmd is not None:
-            cmd.rejected_calls += 1
+            self.state.stats_of(cmd).rejected_calls += 1
         self.state._count_error(ReplyError(message))
         return Refused((2, lua_error_text(message), True))
 
@@ -811,10 +812,8 @@ class ScriptRun:
             if cmd.name != "shutdown" or any(arg.upper() == b"NOSAVE" for arg in argv[1:]):
                 return None
             return busy  # only SHUTDOWN NOSAVE may stop the server now
-        cmd.rejected_calls += 1
+        client.state.stats_of(cmd).rejected_calls += 1
         if cmd.name == "exec":
-            from fakekey.commands.transactions import end_transaction
-
             end_transaction(client)
             return ReplyError(b"EXECABORT Transaction discarded because of: " + busy.message)
         if client.in_multi:
@@ -914,7 +913,7 @@ class ScriptRunner:
             for err in errors:
                 self.state._count_error(err)
             if isinstance(run.reply, ReplyError) and run.caller.cmd is not None:
-                run.caller.cmd.failed_calls += 1
+                self.state.stats_of(run.caller.cmd).failed_calls += 1
         return run.reply
 
     def server_stopping(self) -> bool:

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fakekey import REDIS_VERSION
+from fakekey._version import REDIS_VERSION
 from fakekey.resp.splitargs import split_args
 from fakekey.scripting.bridge import CommandBridge, ScriptRun, runner_of
 from fakekey.scripting.runtime import INTERNAL_CHUNK, LuaSandbox

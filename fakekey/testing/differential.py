@@ -516,9 +516,9 @@ GEO = [
 def _payloads() -> list[bytes]:
     from fakekey.config.settings import Config
     from fakekey.core.client import Client
-    from fakekey.core.state import ServerState
+    from fakekey.net.server import new_state
 
-    state = ServerState(Config())
+    state = new_state(Config())
     client = Client(state)
     made = []
     for argv in ([b"SET", b"p", b"abc"], [b"SET", b"p", b"12345"], [b"RPUSH", b"p", b"a", b"b"],

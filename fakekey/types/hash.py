@@ -27,7 +27,7 @@ import random
 from bisect import bisect_left
 from typing import Any
 
-from fakekey.types.field_ttls import Standin, standin
+from fakekey.types.field_ttls import Standin
 
 LISTPACK = b"listpack"
 HASHTABLE = b"hashtable"
@@ -126,10 +126,13 @@ class HashValue:
         self.hashtable = True
         self.mark_volatile()
 
-    def mark_volatile(self) -> None:
-        """It has field TTLs: the cron's field expiry must look at the keyspace."""
-        if self._standin is None:  # it shares `ttls`, which a hash keeps for life
-            self._standin = standin(self.ttls)
+    def mark_volatile(self) -> Standin:
+        """It has field TTLs: its stand-in, which the server storing it counts among the
+        hashes its cron's field expiry must look at (Database.track_field_ttls)."""
+        mark = self._standin
+        if mark is None:  # it shares `ttls`, which a hash keeps for life
+            mark = self._standin = Standin(self.ttls)
+        return mark
 
     def persist(self, field: bytes) -> bool:
         """Drop a field's TTL; False if it had none."""

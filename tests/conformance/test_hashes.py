@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from fakekey.commands.hashes import expire_hash_fields
 from fakekey.core.client import Client
-from fakekey.core.state import ServerState
+from fakekey.core.field_expiry import expire_hash_fields
+from fakekey.net.server import new_state
 
 WRONGTYPE = ("-", b"WRONGTYPE Operation against a key holding the wrong kind of value")
 NOT_INT = ("-", b"ERR value is not an integer or out of range")
@@ -995,7 +995,7 @@ def run(state, client, *args):
 @pytest.mark.fakekey_only
 def test_active_expiry_hook_reclaims_fields_and_keys():
     """What the server's cron calls (`expire_hash_fields`), driven directly."""
-    state = ServerState()
+    state = new_state()
     client = Client(state)
     events = []
     state.notify_flags = frozenset("KEh$gx")  # anything non-empty turns notifications on

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fakekey.core.client import Client
-from fakekey.core.state import ServerState
+from fakekey.net.server import new_state
 from fakekey.resp.replies import OK, ReplyError
 
 KEYS = [b"a1", b"a2", b"b1", b"b2", b"c1", b"ab"]
@@ -78,7 +78,7 @@ def commands(a: bytes, b: bytes) -> list[tuple[list[bytes], list[tuple[bytes, bo
 
 def new_user(rules_: list[Rule], drop: list[bytes]) -> tuple[Client, Client]:
     """An admin client and one logged in (through AUTH) as user `u`."""
-    state = ServerState()
+    state = new_state()
     admin, user = Client(state), Client(state)
     state.add_client(admin)
     state.add_client(user)

@@ -11,7 +11,7 @@ import uvloop
 
 from fakekey.config.settings import Config
 from fakekey.core.state import ServerState
-from fakekey.net.server import Connection
+from fakekey.net.server import Connection, new_state
 
 
 class Transport:
@@ -50,7 +50,7 @@ def connect(state: ServerState, transport: Transport) -> Connection:
 
 def test_output_leaves_at_the_end_of_the_iteration_for_every_connection():
     async def scenario() -> None:
-        state = ServerState(Config())
+        state = new_state(Config())
         first, second = Transport(), Transport()
         a, b = connect(state, first), connect(state, second)
         a.write(b"+one\r\n")
@@ -66,7 +66,7 @@ def test_output_leaves_at_the_end_of_the_iteration_for_every_connection():
 
 def test_a_gone_or_failing_connection_holds_back_no_one():
     async def scenario() -> None:
-        state = ServerState(Config())
+        state = new_state(Config())
         gone, failing, healthy = Transport(closing=True), Transport(broken=True), Transport()
         connections = [connect(state, t) for t in (gone, failing, healthy)]
         for connection in connections:

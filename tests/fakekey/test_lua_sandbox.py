@@ -13,6 +13,7 @@ import pytest
 from fakekey.commands.scripting import scripts_of
 from fakekey.core.client import Client
 from fakekey.core.state import ServerState
+from fakekey.net.server import new_state
 from fakekey.resp.replies import ReplyError
 from fakekey.scripting import libs
 from fakekey.scripting.runtime import LibraryContext, LuaLibraryError, untail
@@ -20,7 +21,7 @@ from fakekey.scripting.runtime import LibraryContext, LuaLibraryError, untail
 
 @pytest.fixture
 def state() -> ServerState:
-    return ServerState()
+    return new_state()
 
 
 @pytest.fixture

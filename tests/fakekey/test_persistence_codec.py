@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from fakekey.core.client import Client
 from fakekey.core.state import ServerState
+from fakekey.net.server import new_state
 from fakekey.persistence.codec import Reader, Writer, decode_value, encode_value
 from fakekey.persistence.snapshot import LoadError, live_image, parse_snapshot, snapshot_bytes
 from fakekey.resp.replies import ReplyError
@@ -63,7 +64,7 @@ def encoded(value: Any) -> bytes:
 
 @given(st.lists(OPS, max_size=40))
 def test_a_snapshot_gives_back_every_value_exactly(ops: list[tuple[bytes, ...]]) -> None:
-    state = ServerState()
+    state = new_state()
     client = Client(state)
     for argv in ops:
         run(state, client, argv)
@@ -85,7 +86,7 @@ def test_a_snapshot_gives_back_every_value_exactly(ops: list[tuple[bytes, ...]])
 
 
 def test_stream_groups_survive_with_their_pel_owners() -> None:
-    state = ServerState()
+    state = new_state()
     client = Client(state)
     for argv in ([b"XADD", b"s", b"1-1", b"f", b"v"], [b"XADD", b"s", b"2-1", b"f", b"w"],
                  [b"XGROUP", b"CREATE", b"s", b"g", b"0"],
@@ -105,7 +106,7 @@ def test_stream_groups_survive_with_their_pel_owners() -> None:
 
 @pytest.mark.parametrize("where", ["header", "middle", "end", "cut"])
 def test_damage_is_named_with_its_offset(where: str) -> None:
-    state = ServerState()
+    state = new_state()
     client = Client(state)
     for i in range(20):
         run(state, client, (b"SET", b"k%d" % i, b"v" * 30))

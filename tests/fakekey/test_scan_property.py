@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fakekey.core.client import Client
-from fakekey.core.state import ServerState
+from fakekey.net.server import new_state
 
 DOUBLE_EXACT = 2**53
 
@@ -17,7 +17,7 @@ changes = st.lists(st.tuples(st.booleans(), names), max_size=6)
 
 
 def new_client() -> Client:
-    state = ServerState()
+    state = new_state()
     client = Client(state)
     state.add_client(client)
     return client

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from fakekey.commands.args import NOT_FLOAT, NOT_INTEGER, WRONGTYPE
 from fakekey.core.client import Client
-from fakekey.core.state import ServerState
+from fakekey.net.server import new_state
 
 
 def traceback_length(err: BaseException) -> int:
@@ -18,7 +18,7 @@ def traceback_length(err: BaseException) -> int:
 
 
 def test_refusals_keep_no_frames() -> None:
-    state = ServerState()
+    state = new_state()
     client = Client(state, None, "127.0.0.1:1", "127.0.0.1:2")
     client.state.call(client, [b"SET", b"s", b"v"])
     big = b"1" * 60_000 + b"x"

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from fakekey.commands.args import LLONG_MAX, try_int
-from fakekey.commands.hashes import reclaim_fields
 from fakekey.commands.streams import (
     ID_EXHAUSTED,
     TOO_LARGE,
@@ -23,6 +22,7 @@ from fakekey.commands.streams import (
     default_trim_limit,
     generate_id,
 )
+from fakekey.core.field_expiry import reclaim_fields
 from fakekey.modules.emq.layout import HOST, word_int
 from fakekey.resp.replies import ReplyError
 from fakekey.types.hash import HashValue

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from fakekey.commands.args import LLONG_MIN, try_int
-from fakekey.core.registry import command, keys_numkeys
+from fakekey.core.registry import command, declare_module, keys_numkeys
 from fakekey.core.users import check_key
 from fakekey.resp.replies import ReplyError
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 EMQ_MODULE = "trafikey"
 EMQ_MODULE_VERSION = 100  # 0.1.0
+declare_module(EMQ_MODULE, EMQ_MODULE_VERSION)
 EMQ_SINCE = "0.1.0"
 
 # Key positions that are not one fixed suffix.

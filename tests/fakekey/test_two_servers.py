@@ -1,0 +1,112 @@
+"""Two servers in one process share nothing: what one counts, logs, caches, stores or
+does with its clock leaves the other as it was. (The command declarations are the only
+module-level table, read-only once loaded.)"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from fakekey import Server
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[Server, Server, redis.Redis, redis.Redis]]:
+    with Server() as a, Server() as b:
+        ra, rb = redis.Redis.from_url(a.url), redis.Redis.from_url(b.url)
+        yield a, b, ra, rb
+        ra.close()
+        rb.close()
+
+
+def commandstat(r: redis.Redis, name: str) -> dict | None:
+    return r.info("commandstats").get(f"cmdstat_{name}")
+
+
+def test_command_counters_are_per_server(pair) -> None:
+    a, b, ra, rb = pair
+    for _ in range(3):
+        ra.set("k", "v")
+    with pytest.raises(redis.ResponseError):
+        ra.execute_command("LPUSH", "k", "x")  # WRONGTYPE: a failed call
+    assert commandstat(ra, "set")["calls"] == 3
+    assert commandstat(ra, "lpush")["failed_calls"] == 1
+    assert commandstat(rb, "set") is None
+    assert commandstat(rb, "lpush") is None
+    rb.set("k", "v")
+    rb.config_resetstat()
+    assert commandstat(rb, "set") is None
+    assert commandstat(ra, "set")["calls"] == 3  # B's reset leaves A's counters
+
+
+def test_field_ttl_expiry_is_per_server(pair) -> None:
+    a, b, ra, rb = pair
+    a.freeze()
+    b.freeze()
+    ra.hset("h", mapping={"f": "1", "g": "2"})
+    rb.hset("h", mapping={"f": "1", "g": "2"})
+    ra.execute_command("HPEXPIRE", "h", 100, "FIELDS", 1, "f")
+    assert a.state.volatile_hashes.any_left()
+    assert not b.state.volatile_hashes.any_left()  # B's cron does not scan for A's TTLs
+    a.advance(200)  # a moved clock expires what is due, fields too, on A alone
+    b.advance(200)
+    assert ra.hgetall("h") == {b"g": b"2"}
+    assert ra.info("stats")["expired_fields"] == 1
+    assert rb.hgetall("h") == {b"f": b"1", b"g": b"2"}
+    assert rb.info("stats")["expired_fields"] == 0
+
+
+def test_slow_log_is_per_server(pair) -> None:
+    a, b, ra, rb = pair
+    ra.config_set("slowlog-log-slower-than", 0)
+    ra.set("k", "v")
+    assert ra.slowlog_len() > 0
+    assert rb.slowlog_len() == 0
+    rb.slowlog_reset()
+    assert ra.slowlog_len() > 0
+
+
+def test_script_caches_are_per_server(pair) -> None:
+    a, b, ra, rb = pair
+    sha = ra.script_load("return 1")
+    assert rb.script_exists(sha) == [False]
+    rb.script_load("return 1")
+    rb.script_flush()
+    assert ra.script_exists(sha) == [True]
+    assert ra.evalsha(sha, 0) == 1
+
+
+def test_acl_users_are_per_server(pair) -> None:
+    a, b, ra, rb = pair
+    ra.acl_setuser("alice", enabled=True, passwords=["+pw"], commands=["+@all"], keys=["*"])
+    assert "alice" in ra.acl_users()
+    assert rb.acl_users() == ["default"]
+    with pytest.raises(redis.AuthenticationError):
+        redis.Redis.from_url(b.url, username="alice", password="pw").ping()
+
+
+def test_clocks_are_per_server(pair) -> None:
+    a, b, ra, rb = pair
+    a.freeze(at=1_000_000)
+    assert a.time_ms() == 1_000_000
+    assert b.time_ms() > 1_700_000_000_000  # B still runs on the wall clock
+    ra.set("k", "v", px=500)
+    rb.set("k", "v", px=500)
+    a.advance(1000)
+    assert ra.get("k") is None
+    assert rb.get("k") == b"v"
+
+
+def test_module_switch_is_per_server() -> None:
+    """One server without the EMQ module beside one with it: each answers for itself."""
+    with Server(enable_emq_module="no") as plain, Server() as full:
+        rp, rf = redis.Redis.from_url(plain.url), redis.Redis.from_url(full.url)
+        assert [m[b"name"] for m in rp.execute_command("MODULE", "LIST")] == [b"lua"]
+        assert b"trafikey" in [m[b"name"] for m in rf.execute_command("MODULE", "LIST")]
+        with pytest.raises(redis.ResponseError, match="unknown command"):
+            rp.execute_command("EMQ.CAPS", 0)
+        assert rf.execute_command("EMQ.CAPS", 0)
+        rp.close()
+        rf.close()
