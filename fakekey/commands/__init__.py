@@ -10,6 +10,8 @@ FAMILIES = (
     "clients",
     "acl",
     "admin",
+    "config",
+    "info",
     "replication",
     "memory_latency",
     "introspection",

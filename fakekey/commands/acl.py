@@ -5,8 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from fakekey.commands.admin import help_lines
-from fakekey.commands.args import parse_int
+from fakekey.commands.args import help_lines, parse_int
 from fakekey.commands.clients import client_line
 from fakekey.core.client import Client
 from fakekey.core.registry import ACL_CATEGORIES, command, container

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 # The shared errors and number parsers live below the commands; every name stays importable
 # from here.
@@ -27,7 +28,10 @@ from fakekey.codecs.numbers import (  # noqa: F401 - re-exported
     parse_int,
     try_int,
 )
-from fakekey.resp.replies import ReplyError
+from fakekey.resp.replies import ReplyError, Simple
+
+if TYPE_CHECKING:
+    from fakekey.core.client import Client
 
 
 def parse_non_negative(raw: bytes, what: str) -> int:
@@ -89,3 +93,18 @@ def _timeout_ms(raw: bytes) -> Fraction | float:
     return ld_round(seconds * 1000)
 
 
+
+
+def help_lines(lines: list[str]) -> list[Simple]:
+    """A HELP reply: one simple string per line, as Valkey's addReplyHelp sends it."""
+    return [Simple(line.encode()) for line in lines]
+
+
+def option_allows(c: Client, option: str) -> bool:
+    """enable-debug-command, enable-module-command: yes, no, or local (loopback and unix
+    socket clients)."""
+    mode = c.state.config[option]
+    if mode == "yes":
+        return True
+    local = c.addr.startswith(("127.", "[::1]", "/")) or not c.addr
+    return mode == "local" and local

@@ -9,8 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from fakekey.commands.admin import help_lines
-from fakekey.commands.args import SYNTAX, parse_int, try_int
+from fakekey.commands.args import SYNTAX, help_lines, parse_int, try_int
 from fakekey.core.blocking import UNBLOCKED_ERROR
 from fakekey.core.client import Client
 from fakekey.core.pause import end_pause, start_pause

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from fakekey.commands.admin import help_lines
-from fakekey.commands.args import SYNTAX
+from fakekey.commands.args import SYNTAX, help_lines
 from fakekey.commands.doc_data import ArgDoc, CommandDocs
 from fakekey.config.settings import glob_nocase
 from fakekey.core.client import Client

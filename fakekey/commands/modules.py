@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakekey.commands.admin import help_lines, option_allows
+from fakekey.commands.args import help_lines, option_allows
 from fakekey.core.client import Client
 from fakekey.core.registry import command, container
 from fakekey.resp.replies import ReplyError

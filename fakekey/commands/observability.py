@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from fakekey._version import VALKEY_VERSION
 from fakekey.codecs.longdouble import ld_parse
-from fakekey.commands.admin import help_lines
-from fakekey.commands.args import parse_int
+from fakekey.commands.args import help_lines, parse_int
 from fakekey.core.client import Client
 from fakekey.core.commandlog import KINDS, SLOW
 from fakekey.core.registry import command, container

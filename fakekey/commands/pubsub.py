@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fakekey.codecs.glob import glob_match
-from fakekey.commands.admin import help_lines
+from fakekey.commands.args import help_lines
 from fakekey.core.client import Client
 from fakekey.core.registry import command, container, keys_range
 from fakekey.resp.replies import Multi, Push

@@ -193,7 +193,7 @@ def rdb_length(n: int) -> bytes:
 
 
 def used_memory(state: Any) -> int:
-    from fakekey.commands.admin import STARTUP_MEMORY, dataset_bytes
+    from fakekey.commands.info import STARTUP_MEMORY, dataset_bytes
 
     return STARTUP_MEMORY + dataset_bytes(state)
 

@@ -246,13 +246,14 @@ class ServerState:
             while len(entries) > self.config[SETTINGS[SLOW][1]]:
                 entries.pop()
 
+    def modules(self) -> list[tuple[str, int]]:
+        """(name, version) of the modules loaded: Lua's engine, then the emulated ones."""
+        return [("lua", 1), *self.registry.modules.items()]
+
     def module_list(self) -> list[dict[bytes, object]]:
         """Modules as HELLO and MODULE LIST describe them."""
-        modules: list[dict[bytes, object]] = [{b"name": b"lua", b"ver": 1, b"path": b"lua", b"args": []}]
-        for module, version in self.registry.modules.items():
-            name = module.encode()
-            modules.append({b"name": name, b"ver": version, b"path": name, b"args": []})
-        return modules
+        return [{b"name": name.encode(), b"ver": version, b"path": name.encode(), b"args": []}
+                for name, version in self.modules()]
 
     def stats_of(self, cmd: Command) -> CommandStats:
         """This server's counters of one command."""

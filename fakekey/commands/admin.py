@@ -1,0 +1,447 @@
+"""Server administration: TIME, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, DEBUG, SHUTDOWN, LASTSAVE,
+SAVE, BGSAVE, BGREWRITEAOF, WAIT, ROLE."""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from typing import TYPE_CHECKING, Any
+
+from fakekey.codecs.digest import dataset_digest, value_digest
+from fakekey.commands.args import SYNTAX, help_lines, option_allows, parse_int
+from fakekey.core.client import Client
+from fakekey.core.keyspace import Database
+from fakekey.core.registry import command
+from fakekey.memory.lazyfree import lazy_setting, released_keys
+from fakekey.resp.replies import NO_REPLY, OK, BigNumber, Raw, ReplyError, SetReply, Simple, Verbatim
+
+if TYPE_CHECKING:
+    from fakekey.core.state import ServerState
+
+G = "server"
+
+
+# --- time and size ------------------------------------------------------------------------
+
+
+@command("time", 1, "loading stale fast", group=G, since="2.6.0",
+         tips="nondeterministic_output", summary="Answers the server's clock as seconds and "
+         "microseconds.")
+def time_(c: Client, argv: list[bytes]) -> Any:
+    us = snapshot_us(c.state)
+    return [str(us // 1_000_000).encode(), str(us % 1_000_000).encode()]
+
+
+def snapshot_us(state: ServerState) -> int:
+    """The clock in microseconds, held to the command's snapshot (inside EXEC or a script
+    the outer command's time)."""
+    us = state.clock.now_us()
+    return us if us // 1000 == state.now else state.now * 1000
+
+
+@command("dbsize", 1, "readonly fast", acl="keyspace", group=G, since="1.0.0",
+         tips="request_policy:all_shards response_policy:agg_sum",
+         summary="Counts the keys of the selected database.")
+def dbsize(c: Client, argv: list[bytes]) -> Any:
+    return len(c.db)
+
+
+# --- flushing and swapping ----------------------------------------------------------------
+
+
+def parse_flush_mode(c: Client, argv: list[bytes]) -> bool:
+    """FLUSHDB/FLUSHALL [ASYNC|SYNC]: True for a flush Valkey runs in the background (ASYNC,
+    or no mode with lazyfree-lazy-user-flush); anything else is a syntax error."""
+    if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() not in (b"ASYNC", b"SYNC")):
+        raise SYNTAX
+    if len(argv) == 2:
+        return argv[1].upper() == b"ASYNC"
+    return lazy_setting(c.state, "user-flush")
+
+
+def flush_database(db: Database) -> int:
+    """Empty one database; watchers of its keys become dirty. Returns the keys removed."""
+    removed = len(db)
+    db.flush()
+    return removed
+
+
+@command("flushdb", -1, "write", acl="keyspace dangerous", group=G, since="1.0.0",
+         tips="request_policy:all_shards response_policy:all_succeeded",
+         complexity="O(N) where N is the number of keys in the selected database",
+         summary="Deletes every key of the selected database.")
+def flushdb(c: Client, argv: list[bytes]) -> Any:
+    lazy = parse_flush_mode(c, argv)
+    removed = flush_database(c.db)
+    c.state.dirty += removed
+    if c.state.tracking:  # every tracking client: all keys invalid (fakekey/core/tracking.py)
+        c.state.tracking.flushed()
+    if lazy:
+        released_keys(c.state, removed)
+    return OK
+
+
+@command("flushall", -1, "write", acl="keyspace dangerous", group=G, since="1.0.0",
+         tips="request_policy:all_shards response_policy:all_succeeded",
+         complexity="O(N) where N is the total number of keys in all databases",
+         summary="Deletes every key of every database.")
+def flushall(c: Client, argv: list[bytes]) -> Any:
+    lazy = parse_flush_mode(c, argv)
+    removed = sum(flush_database(db) for db in c.state.dbs)
+    c.state.dirty += removed
+    if c.state.tracking:
+        c.state.tracking.flushed()
+    if c.state.persistence is not None:  # a save of the old data ends; a save rule saves
+        c.state.persistence.flushed_all()
+    if lazy:
+        released_keys(c.state, removed)
+    return OK
+
+
+INT_MIN, INT_MAX = -(2**31), 2**31 - 1
+
+
+def parse_swap_index(raw: bytes, which: str) -> int:
+    """A DB index as a C int (getIntFromObjectOrReply); the range is checked after both."""
+    try:
+        index = parse_int(raw)
+    except ReplyError as err:
+        err.__traceback__ = None  # a shared instance: its traceback would keep growing
+        index = None
+    if index is None or not INT_MIN <= index <= INT_MAX:
+        raise ReplyError(f"ERR invalid {which} DB index")
+    return index
+
+
+def swap_databases(first: Database, second: Database) -> None:
+    """Exchange the data of two databases. Watches and waiters stay with their index, so
+    watchers of a key present on either side are dirtied, and waiters whose key now has
+    data are served after the command."""
+    for attr in ("data", "expires", "access", "numbers_as_text"):
+        one, other = getattr(first, attr), getattr(second, attr)
+        setattr(first, attr, other)
+        setattr(second, attr, one)
+    first.touch_all_watchers(second)
+    second.touch_all_watchers(first)
+    for db in (first, second):
+        for key in list(db.waiting):
+            if key in db.data:
+                db.state.blocking.signal(db, key)
+
+
+@command("swapdb", 3, "write fast", acl="keyspace dangerous", group=G, since="4.0.0",
+         complexity="O(N) where N is the count of clients watching or blocking on keys "
+         "from both databases.", summary="Exchanges the contents of two databases.")
+def swapdb(c: Client, argv: list[bytes]) -> Any:
+    dbs = c.state.dbs
+    first = parse_swap_index(argv[1], "first")
+    second = parse_swap_index(argv[2], "second")
+    if not (0 <= first < len(dbs) and 0 <= second < len(dbs)):
+        raise ReplyError("ERR DB index is out of range")
+    if first != second:
+        swap_databases(dbs[first], dbs[second])
+    c.state.dirty += 1  # even a database swapped with itself, as Valkey counts it
+    return OK
+
+
+# --- DEBUG --------------------------------------------------------------------------------
+
+DEBUG_NOT_ALLOWED = ReplyError(
+    'ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", '
+    "you can run it from a local connection, otherwise you need to set this option in the "
+    "configuration file, and then restart the server."
+)
+DEBUG_HELP = [
+    "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DIGEST",
+    "    Output a hex signature representing the current DB content.",
+    "DIGEST-VALUE <key> [<key> ...]",
+    "    Output a hex signature of the values of all the specified keys.",
+    "ERROR <string>",
+    "    Return a RESP protocol error with <string> as message. Useful for clients",
+    "    unit tests to simulate error replies.",
+    "LOG <message>",
+    "    Write <message> to the server log.",
+    "PROTOCOL <type>",
+    "    Reply with a test value of the specified type. <type> can be: string,",
+    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+    "    true, false.",
+    "SET-ACTIVE-EXPIRE <0|1>",
+    "    Setting it to 0 disables expiring keys in background when they are not",
+    "    accessed (otherwise the behavior). Setting it to 1 reenables back the",
+    "    default.",
+    "SLEEP <seconds>",
+    "    Stop the server for <seconds>. Decimals allowed.",
+    "HELP",
+    "    Print this help.",
+]
+_LEADING_FLOAT = re.compile(rb"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def debug_allowed(c: Client) -> bool:
+    return option_allows(c, "enable-debug-command")
+
+
+def strtod_prefix(raw: bytes) -> float:
+    """C strtod: the longest leading number, 0 when there is none."""
+    match = _LEADING_FLOAT.match(raw)
+    return float(match.group()) if match else 0.0
+
+
+# C strtod's longest prefix: blanks, a sign, then inf/infinity, nan, a hex or a decimal
+# number. Possessive quantifiers keep it linear on a long run of digits.
+_STRTOD_PREFIX = re.compile(
+    rb"[ \t\n\v\f\r]*+[+-]?+(?:inf(?:inity)?+|nan"
+    rb"|0x(?:[0-9a-f]++(?:\.[0-9a-f]*+)?+|\.[0-9a-f]++)(?:p[+-]?+[0-9]++)?+"
+    rb"|(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:e[+-]?+[0-9]++)?+)",
+    re.I,
+)
+_LONGEST_SLEEP = float(2**33)  # seconds (~272 years): time.sleep refuses much longer
+
+
+def strtod_value(raw: bytes) -> float:
+    """What C strtod answers for `raw`: its longest numeric prefix (0 when none), with
+    inf, nan and hex forms; past the double range, +-inf."""
+    match = _STRTOD_PREFIX.match(raw)
+    if match is None:
+        return 0.0
+    text = match.group().lstrip(b" \t\n\v\f\r").lower()
+    sign = -1.0 if text[:1] == b"-" else 1.0
+    body = text.lstrip(b"+-")
+    if body.startswith(b"inf"):
+        return sign * math.inf
+    if body == b"nan":
+        return math.nan
+    if body.startswith(b"0x"):
+        try:
+            return sign * float.fromhex(body.decode())
+        except OverflowError:
+            return sign * math.inf
+    return sign * float(body)
+
+
+def debug_sleep_seconds(raw: bytes) -> float:
+    """DEBUG SLEEP's pause as Valkey takes it: strtod, times 1e6 into a long long (x86
+    makes NaN and out-of-range values LLONG_MIN), and nanosleep refuses a negative time,
+    so nan, inf, 1e13 or -1 answer at once while 1e9 sleeps for good."""
+    micros = strtod_value(raw) * 1_000_000
+    if not -(2.0**63) <= micros < 2.0**63:  # NaN fails this too
+        return 0.0
+    whole = int(micros)  # truncated toward zero, as C converts
+    if whole <= 0:
+        return 0.0
+    return min(whole / 1_000_000, _LONGEST_SLEEP)
+
+
+def debug_protocol(c: Client, kind: bytes) -> Any:
+    """DEBUG PROTOCOL: one sample reply of each RESP type."""
+    samples: dict[bytes, Any] = {
+        b"string": b"Hello World",
+        b"integer": 12345,
+        b"double": 3.141,
+        b"bignum": BigNumber(b"1234567999999999999999999999999999999"),
+        b"null": None,
+        b"array": [0, 1, 2],
+        b"set": SetReply([0, 1, 2]),
+        b"map": {0: False, 1: True, 2: False},
+        b"verbatim": Verbatim(b"This is a verbatim\nstring"),
+        b"true": True,
+        b"false": False,
+    }
+    if kind in samples:
+        return samples[kind]
+    if kind == b"attrib":
+        text = b"Some real reply following the attribute"
+        if c.protocol == 2:
+            return text
+        return Raw(b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n" + _bulk(text))
+    if kind == b"push":
+        if c.protocol == 2:
+            raise ReplyError("ERR RESP2 is not supported by this command")
+        # Valkey delivers the push after the command's own reply
+        text = b"Some real reply following the push reply"
+        return Raw(_bulk(text) + b">2\r\n$16\r\nserver-cpu-usage\r\n:42\r\n")
+    raise ReplyError(
+        "ERR Wrong protocol type name. Please use one of the following: "
+        "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"
+    )
+
+
+def _bulk(data: bytes) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(data), data)
+
+
+def debug_unknown(sub: bytes) -> ReplyError:
+    name = sub.decode("utf-8", "replace")
+    return ReplyError(
+        f"ERR unknown subcommand or wrong number of arguments for '{name}'. Try DEBUG HELP."
+    )
+
+
+@command("debug", -2, "admin noscript loading stale", acl="dangerous", group=G,
+         since="1.0.0", doc_flags="syscmd", complexity="Depends on subcommand.",
+         summary="Holds the commands that help debug the server and its clients.")
+def debug(c: Client, argv: list[bytes]) -> Any:
+    if not debug_allowed(c):
+        raise DEBUG_NOT_ALLOWED
+    sub = argv[1].lower()
+    argc = len(argv)
+    if sub == b"help" and argc == 2:
+        return help_lines(DEBUG_HELP)
+    if sub == b"sleep" and argc == 3:
+        # Valkey's DEBUG SLEEP stops the whole server; so does blocking the loop here
+        time.sleep(debug_sleep_seconds(argv[2]))
+        return OK
+    if sub == b"error" and argc == 3:
+        return ReplyError(argv[2])
+    if sub == b"log" and argc == 3:
+        return OK
+    if sub == b"protocol" and argc == 3:
+        return debug_protocol(c, argv[2].lower())
+    if sub == b"set-active-expire" and argc == 3:
+        c.state.active_expire = strtod_prefix(argv[2]) != 0
+        return OK
+    if sub == b"digest" and argc == 2:
+        dbs = ((db.index, db.data, db.expires) for db in c.state.dbs)
+        return Simple(dataset_digest(dbs, c.state.now))
+    if sub == b"digest-value":
+        # the raw value, as Valkey's dbFind: a logically expired key still counts
+        db = c.db
+        return [Simple(value_digest(db.data.get(key), key in db.expires, c.state.now))
+                for key in argv[2:]]
+    raise debug_unknown(argv[1])
+
+
+# --- SHUTDOWN, persistence, replication -------------------------------------------------
+
+_SHUTDOWN_FLAGS = {b"NOSAVE", b"SAVE", b"NOW", b"FORCE", b"ABORT"}
+
+
+def parse_shutdown_flags(argv: list[bytes]) -> set[bytes]:
+    flags = {arg.upper() for arg in argv[1:]}
+    if len(flags) != len(argv) - 1 or not flags <= _SHUTDOWN_FLAGS:
+        raise SYNTAX
+    if {b"NOSAVE", b"SAVE"} <= flags or (b"ABORT" in flags and len(flags) > 1):
+        raise SYNTAX
+    return flags
+
+
+@command("shutdown", -1, "admin noscript loading stale no_multi allow_busy", acl="dangerous",
+         group=G, since="1.0.0", complexity="O(N) when saving, where N is the total number "
+         "of keys in all databases when saving data, otherwise O(1)",
+         summary="Stops the server, closing every connection.")
+def shutdown(c: Client, argv: list[bytes]) -> Any:
+    flags = parse_shutdown_flags(argv)
+    if b"ABORT" in flags:
+        # fakekey stops at once, so there is never a shutdown waiting to be aborted
+        raise ReplyError("ERR No shutdown in progress.")
+    persistence = c.state.persistence
+    if persistence is not None:
+        save = True if b"SAVE" in flags else False if b"NOSAVE" in flags else None
+        if not persistence.shutdown(save, force=b"FORCE" in flags):
+            raise ReplyError("ERR Errors trying to SHUTDOWN. Check logs.")
+    request_shutdown(c.state)
+    c.close_after_reply = True
+    return NO_REPLY
+
+
+def request_shutdown(state: ServerState) -> None:
+    """Resolve the server's shutdown future (the loop then stops every connection); with
+    no serving loop behind the state, close the connections directly."""
+    future = state.shutdown_requested
+    if future is not None:
+        if not future.done():
+            future.set_result(None)
+        return
+    for client in list(state.clients.values()):
+        if client.connection is not None:
+            client.connection.close()
+
+
+@command("lastsave", 1, "loading stale fast", acl="admin dangerous", group=G, since="1.0.0",
+         tips="nondeterministic_output",
+         summary="Answers the Unix time of the last successful save.")
+def lastsave(c: Client, argv: list[bytes]) -> Any:
+    return c.state.lastsave
+
+
+def record_save(c: Client) -> None:
+    """A save of a state that no server runs (no persistence): the bookkeeping moves on."""
+    state = c.state
+    state.lastsave = state.now // 1000
+    state.dirty = 0
+    state.stats["rdb_saves"] += 1
+
+
+@command("save", 1, "admin noscript no_async_loading no_multi", acl="dangerous", group=G,
+         since="1.0.0", complexity="O(N) where N is the total number of keys in all databases",
+         summary="Saves the databases synchronously.")
+def save(c: Client, argv: list[bytes]) -> Any:
+    persistence = c.state.persistence
+    if persistence is None:
+        record_save(c)
+        return OK
+    if persistence.bgsave_in_progress():
+        raise ReplyError("ERR Background save already in progress")
+    if not persistence.save():
+        raise ReplyError("ERR")
+    return OK
+
+
+@command("bgsave", -1, "admin noscript no_async_loading", acl="dangerous", group=G,
+         since="1.0.0", summary="Saves the databases in the background.")
+def bgsave(c: Client, argv: list[bytes]) -> Any:
+    if len(argv) > 2 or (len(argv) == 2 and argv[1].upper() != b"SCHEDULE"):
+        raise SYNTAX
+    persistence = c.state.persistence
+    if persistence is None:
+        record_save(c)
+        return Simple(b"Background saving started")
+    if persistence.bgsave_in_progress():
+        raise ReplyError("ERR Background save already in progress")
+    if persistence.rewrite_in_progress():
+        if len(argv) == 2:
+            persistence.bgsave_scheduled = True
+            return Simple(b"Background saving scheduled")
+        raise ReplyError("ERR Another child process is active (AOF?): can't BGSAVE right now. "
+                         "Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.")
+    persistence.start_bgsave()
+    return Simple(b"Background saving started")
+
+
+@command("bgrewriteaof", 1, "admin noscript no_async_loading", acl="dangerous", group=G,
+         since="1.0.0", summary="Rewrites the append-only file in the background.")
+def bgrewriteaof(c: Client, argv: list[bytes]) -> Any:
+    persistence = c.state.persistence
+    if persistence is None:
+        return Simple(b"Background append only file rewriting started")
+    if persistence.rewrite_in_progress():
+        raise ReplyError("ERR Background append only file rewriting already in progress")
+    if persistence.bgsave_in_progress():
+        persistence.rewrite_scheduled = True
+        return Simple(b"Background append only file rewriting scheduled")
+    persistence.start_rewrite()
+    return Simple(b"Background append only file rewriting started")
+
+
+@command("wait", 3, "blocking", acl="connection", group="generic", since="3.0.0",
+         tips="request_policy:all_shards response_policy:agg_min",
+         summary="Waits for replicas to acknowledge the connection's writes; fakekey has "
+         "none, so it answers 0 at once.")
+def wait(c: Client, argv: list[bytes]) -> Any:
+    parse_int(argv[1])
+    try:
+        timeout = parse_int(argv[2])
+    except ReplyError as err:
+        err.__traceback__ = None  # a shared instance: its traceback would keep growing
+        raise ReplyError("ERR timeout is not an integer or out of range") from None
+    if timeout < 0:
+        raise ReplyError("ERR timeout is negative")
+    return 0
+
+
+@command("role", 1, "noscript loading stale fast", acl="admin dangerous", group=G,
+         since="2.8.12", summary="Answers the replication role: always a primary here.")
+def role(c: Client, argv: list[bytes]) -> Any:
+    return [b"master", 0, []]
