@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakekey.commands.admin import (
+from fakekey.commands.args import SYNTAX, help_lines, parse_int
+from fakekey.commands.info import (
     STARTUP_MEMORY,
     dataset_bytes,
-    help_lines,
     resident_bytes,
 )
-from fakekey.commands.args import SYNTAX, parse_int
 from fakekey.core.client import Client
 from fakekey.core.registry import command, container, keys_range
 from fakekey.memory.estimate import key_usage
