@@ -55,6 +55,7 @@ MODULES = (
     "fakekey.memory.lfu",
     "fakekey.memory.lazyfree",
     "fakekey.scripting.bridge",
+    "fakekey.scripting.scripts",
     "fakekey.scripting.libraries",  # its classes subclass bridge's
     "fakekey.modules.emq.layout",
     "fakekey.modules.emq.host",

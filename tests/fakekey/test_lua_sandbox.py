@@ -10,13 +10,13 @@ from typing import Any
 import lupa.lua51
 import pytest
 
-from fakekey.commands.scripting import scripts_of
 from fakekey.core.client import Client
 from fakekey.core.state import ServerState
 from fakekey.net.server import new_state
 from fakekey.resp.replies import ReplyError
 from fakekey.scripting import libs
 from fakekey.scripting.runtime import LibraryContext, LuaLibraryError, untail
+from fakekey.scripting.scripts import scripts_of
 
 
 @pytest.fixture
