@@ -155,6 +155,7 @@ def has_full_key_access(c: Client, argv: list[bytes]) -> bool:
     if user is None:
         return True
     cmd = c.cmd
+    assert cmd is not None  # the command running now
     for selector in user.selectors:
         if selector.check(cmd, argv, c.db.index) is not None:
             continue

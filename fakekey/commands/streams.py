@@ -691,7 +691,9 @@ def block_read(c: Client, argv: list[bytes], keys: list[bytes], raw_ids: list[by
     for i, raw in enumerate(raw_ids):
         if raw == b"$":
             argv[first_id_at + i] = format_id(ids[i])
-    return c.state.blocking.block(c, keys, args.deadline or 0, c.cmd, argv, NULL_ARRAY,
+    cmd = c.cmd
+    assert cmd is not None  # the command running now
+    return c.state.blocking.block(c, keys, args.deadline or 0, cmd, argv, NULL_ARRAY,
                                   kinds=("stream",), wake_on_delete=group_mode)
 
 

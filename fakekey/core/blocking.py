@@ -3,7 +3,8 @@
 - Waiters on a key are served first come, first served.
 - A key made ready by a command, a whole EXEC or a whole script is served after it ends:
   the write funnel only *signals* readiness; `serve()` runs when the outermost command
-  returns (see `ServerState.execute`).
+  returns (`ServerState.call`, after `run_command`; EXEC and scripts run their commands
+  through `run_command` alone, so they serve nobody until the whole of them ends).
 - A woken client re-runs its command against the keys as they are then (Valkey 7+): it
   may pop from another of its keys, or block again, keeping its place and its deadline.
 - Serving one waiter can make another key ready (BLMOVE pushes); the same pass serves it.
@@ -135,7 +136,9 @@ class Blocking:
         null array), or inside EXEC or a script answer `denied_reply` at once."""
         if self.state.deny_blocking:
             return denied_reply
-        return self.block(client, keys, deadline, client.cmd, argv, NULL_ARRAY, kinds)
+        cmd = client.cmd
+        assert cmd is not None  # the command running now
+        return self.block(client, keys, deadline, cmd, argv, NULL_ARRAY, kinds)
 
     def _detach(self, waiter: Any) -> None:  # any `blocked` marker: a Waiter, a StreamedReply...
         """Remove a waiter from every key queue it is on."""
@@ -220,7 +223,9 @@ class Blocking:
             self._count_completion(waiter, elapsed, ran=True)
             self._answer(client, reply)
         else:  # blocked again: the new wait carries the time spent so far
-            client.blocked.busy_ns += waiter.busy_ns + elapsed
+            again = client.blocked
+            if isinstance(again, Waiter):
+                again.busy_ns += waiter.busy_ns + elapsed
 
     def _answer(self, client: Client, reply: Any) -> None:
         """Send a woken client its reply, then run what it pipelined meanwhile."""
@@ -234,7 +239,7 @@ class Blocking:
     def unblock(self, client: Client, reply: Any) -> bool:
         """CLIENT UNBLOCK: end the wait with `reply` (the timeout reply or an error)."""
         waiter = client.blocked
-        if waiter is None:
+        if not isinstance(waiter, Waiter):  # CLIENT UNBLOCK ends active waits: Waiters
             return False
         self._detach(waiter)
         if reply is None:

@@ -1,9 +1,9 @@
 """One connection's state: protocol, database, user, name, MULTI queue, watches,
-subscriptions and blocked state. The network side lives in `server.py`."""
+subscriptions and blocked state. The network side lives in fakekey/net/server.py."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fakekey.resp.encoder import ENCODERS, Encoder
 from fakekey.resp.parser import RequestParser
@@ -11,13 +11,27 @@ from fakekey.resp.replies import Push
 
 if TYPE_CHECKING:
     from fakekey.core.keyspace import Database
+    from fakekey.core.registry import Command
     from fakekey.core.state import ServerState
+    from fakekey.core.tracking import ClientTracking
+    from fakekey.net.server import Connection
+
+
+class Hold(Protocol):
+    """Why a client's later requests wait unparsed (`Client.blocked`): a blocking command's
+    Waiter (core/blocking.py), a command held by CLIENT PAUSE (core/pause.py), the caller
+    of a BUSY script (scripting/bridge.py), a reply being streamed (resp/streaming.py), or
+    output the client has not read (net/server.py)."""
+
+    active: bool  # a blocking command's wait, which CLIENT UNBLOCK may end
+    holds_output: bool  # its pub/sub messages wait too (a reply still going out)
 
 
 class Client:
     """A client of the server; also the context a command handler receives."""
 
-    def __init__(self, state: ServerState, connection: Any = None, addr: str = "", laddr: str = "") -> None:
+    def __init__(self, state: ServerState, connection: Connection | None = None, addr: str = "",
+                 laddr: str = "") -> None:
         self.state = state
         self.connection = connection
         self.id = state.next_client_id()
@@ -38,7 +52,7 @@ class Client:
         self.parser.authenticated = self.authenticated
         self.created_ms = state.clock.now_ms()
         self.last_interaction_ms = self.created_ms
-        self.cmd: Any = None  # the command running or last run (CLIENT LIST cmd=)
+        self.cmd: Command | None = None  # the command running or last run (CLIENT LIST cmd=)
         self.total_commands = 0
         self.net_in = 0
         self.net_out = 0
@@ -48,10 +62,10 @@ class Client:
         self.close_after_reply = False
         self.killed = False
         self.monitor = False  # in MONITOR mode (core/monitor.py)
-        self.tracking: Any = None  # CLIENT TRACKING on: a ClientTracking (fakekey/core/tracking.py)
+        self.tracking: ClientTracking | None = None  # CLIENT TRACKING on (fakekey/core/tracking.py)
         # MULTI / WATCH
         self.in_multi = False
-        self.multi_queue: list[tuple[Any, list[bytes]]] = []
+        self.multi_queue: list[tuple[Command, list[bytes]]] = []
         self.multi_error = False
         self.has_multi_state = False  # MULTI or WATCH ran once (Valkey's mstate exists)
         # (db, key) -> the key was already expired when watched
@@ -62,7 +76,7 @@ class Client:
         self.patterns: set[bytes] = set()
         self.shard_channels: set[bytes] = set()
         # blocking: the wait itself (requests sent meanwhile stay unparsed in the parser)
-        self.blocked: Any = None
+        self.blocked: Hold | None = None
         # declared here, not set on the fly: a compiled class has a fixed set of attributes
         self.rdb_only = False  # REPLCONF rdb-only
         self.capa = ""

@@ -37,7 +37,15 @@ from fakekey.resp.replies import QUEUED, ReplyError
 from fakekey.types.field_ttls import VolatileHashes
 
 if TYPE_CHECKING:
+    import asyncio
+
     from fakekey.core.client import Client
+    from fakekey.net.server import Connection
+    from fakekey.persistence.aof import AppendLog
+    from fakekey.persistence.manager import Persistence
+    from fakekey.scripting.bridge import ScriptRun, ScriptRunner
+    from fakekey.scripting.libraries import Libraries
+    from fakekey.scripting.scripts import EvalScripts
 
 # the wall clock in ns, held as a constant: compiled code calls it without a dict lookup
 _time_ns: Final = time.time_ns
@@ -104,15 +112,15 @@ class ServerState:
         self.next_eviction_db = 0
         self.blocking = Blocking(self)
         self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
-        self.scripts: Any = None  # the EVAL engine (commands/scripting.py), made on first use
-        self.script_runner: Any = None  # runs scripts (scripting/bridge.py), made on first use
-        self.functions: Any = None  # the FUNCTION engine's libraries (scripting/libraries.py), made on first use
+        self.scripts: EvalScripts | None = None  # the EVAL engine (scripting/scripts.py), made on first use
+        self.script_runner: ScriptRunner | None = None  # runs scripts (scripting/bridge.py), made on first use
+        self.functions: Libraries | None = None  # the FUNCTION engine (scripting/libraries.py), made on first use
         # a script past busy-reply-threshold: the server is BUSY until it ends (scripting/bridge.py)
-        self.busy_script: Any = None
-        # connections with output to send at the end of this loop iteration (server.py)
-        self.uncork_queue: list[Any] = []
+        self.busy_script: ScriptRun | None = None
+        # connections with output to send at the end of this loop iteration (net/server.py)
+        self.uncork_queue: list[Connection] = []
         # the event loop serving this state, and its thread (set by Server): see running_loop
-        self.loop: Any = None
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.loop_ident = 0
         self.current_client: Client | None = None  # whose command is running now
         self.memory_peak = 0  # INFO memory's used_memory_peak (commands/admin.py)
@@ -122,9 +130,9 @@ class ServerState:
         self.active_expire = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cron's expiry off
         self.version = __version__
         self.valkey_version = VALKEY_VERSION
-        self.shutdown_requested: Any = None
-        self.persistence: Any = None  # snapshots and the log (fakekey/persistence), set by Server
-        self.aof: Any = None  # the append-only log while appendonly is on (persistence/aof.py)
+        self.shutdown_requested: asyncio.Future[None] | None = None  # SHUTDOWN asked (net/server.py)
+        self.persistence: Persistence | None = None  # snapshots and the log (fakekey/persistence), set by Server
+        self.aof: AppendLog | None = None  # the append-only log while appendonly is on (persistence/aof.py)
         self.tcp_port = self.config["port"]
         self.fakekey_enabled = self.config["enable-fakekey-commands"]
         self.monitors: list[Client] = []  # MONITOR clients (core/monitor.py)
@@ -381,8 +389,9 @@ class ServerState:
             if refusal is not None:
                 self.command_stats[cmd.index].rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
-        if self.busy_script is not None:
-            return self._call_while_busy(client, cmd, argv)
+        busy = self.busy_script
+        if busy is not None:
+            return self._call_while_busy(busy, client, cmd, argv)
         if self.paused is not None:  # CLIENT PAUSE: the one test paid when nothing is paused
             held = self.paused.hold(client, cmd, argv)
             if held is not None:
@@ -408,10 +417,10 @@ class ServerState:
         cmd = self.lookup(name)
         return self.users.auth_required() and (cmd is None or "no_auth" not in cmd.flags)
 
-    def _call_while_busy(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
+    def _call_while_busy(self, busy: ScriptRun, client: Client, cmd: Command, argv: list[bytes]) -> Any:
         """A script past busy-reply-threshold owns the data and the clock: only commands
         flagged allow_busy run, without a clock snapshot or serving blocked clients."""
-        refusal = self.busy_script.refuse(client, cmd, argv)
+        refusal = busy.refuse(client, cmd, argv)
         if refusal is not None:
             return self._count_error(refusal)
         if client.in_multi and cmd.name not in NOT_QUEUED:

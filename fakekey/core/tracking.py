@@ -272,14 +272,14 @@ class Tracking:
         """`broadcast` at the end of this turn of the event loop, after the replies of the
         batch being run (Valkey sends them from beforeSleep)."""
         try:
-            loop = self.loop = asyncio.get_running_loop()
+            running = self.loop = asyncio.get_running_loop()
         except RuntimeError:  # the script thread: the loop thread waits for it
             loop = self.loop
             if loop is not None and not loop.is_closed():
                 loop.call_soon_threadsafe(self.broadcast)
                 return
         else:
-            loop.call_soon(self.broadcast)
+            running.call_soon(self.broadcast)
             return
         self.broadcast()  # a state driven by hand, without a loop
 

@@ -417,7 +417,7 @@ def key_references(cmd: Command, argv: list[bytes]) -> list[tuple[int, bool, boo
     if cmd.get_keys is not None:  # one declared spec: its access for every key found
         read, write = _spec_access(tuple(f for s in specs for f in s.flags))
         return [(at, read, write) for at in cmd.get_keys(argv)]
-    refs = []
+    refs: list[tuple[int, bool, bool]] = []
     for spec in specs:
         read, write = _spec_access(spec.flags)
         refs.extend((at, read, write) for at in find_keys(spec, argv) or ())

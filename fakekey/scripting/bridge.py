@@ -892,7 +892,9 @@ class ScriptRunner:
         if run.ended:
             self._complete(run)
         else:
-            run.loop.call_soon(self._go_on, run)
+            loop = run.loop
+            assert loop is not None  # set as the run went BUSY
+            loop.call_soon(self._go_on, run)
 
     def abandon(self) -> None:
         """The server stops: a BUSY run ends now, as if killed, and nobody is answered
@@ -933,8 +935,9 @@ class ScriptRunner:
         if not run.aborted:  # stopped with the server: its client is not answered
             if run.then is not None:  # EXEC goes on with its queue
                 reply = run.then(reply)
-                if reply is NO_REPLY:  # another of its scripts keeps the server BUSY
-                    state.busy_script.after_script = run.after_script + state.busy_script.after_script
+                busy = state.busy_script
+                if reply is NO_REPLY and busy is not None:  # another of its scripts keeps the server BUSY
+                    busy.after_script = run.after_script + busy.after_script
                     return
             caller.send(reply)
         for fn, args in run.after_script:
