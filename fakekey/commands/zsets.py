@@ -1,8 +1,8 @@
-"""Sorted-set commands (the blocking pops live with the blocking machinery).
+"""Sorted-set commands, the blocking pops (BZPOPMIN, BZPOPMAX, BZMPOP) at the end.
 
 Parsing follows Valkey's order of checks, so the same bad request gets the same error:
 options, then range arguments, then the key's type. Two pieces are shared with
-BZPOPMIN/BZPOPMAX/BZMPOP: `parse_mpop` (the `numkeys key... MIN|MAX [COUNT n]` tail) and
+the blocking pops: `parse_mpop` (the `numkeys key... MIN|MAX [COUNT n]` tail) and
 `pop` / `pop_first_nonempty` (remove from a zset through the write funnel).
 """
 

@@ -1,47 +1,64 @@
-"""Layers point one way: the data types, the protocol, the keyspace and the small modules
-beneath them never import the commands or the server (HACKING.md, "Layers"); the command
-registry, a table of declarations, is the one module under fakekey/commands they may read.
+"""The package's shape: each folder is a layer, layers import only downwards, and no import
+closes a cycle (HACKING.md, "Layers", states the same order; a test below holds the two
+together).
 
-Imports are read from the source (ast), anywhere in a module (a function's deferred
-import counts), and followed through the fakekey modules they reach. An import under
-`if TYPE_CHECKING:` is a name for annotations, never run, so it does not count; a parent
-package's `__init__` is not followed (importing any submodule runs `fakekey/__init__.py`,
-which is the public entry point and sits on top)."""
+Imports are read from the source (ast), anywhere in a module: an import inside a function
+runs too, so it counts. An import under `if TYPE_CHECKING:` is a name for annotations,
+never run, so it does not. `from pkg import name` is an import of `pkg.name` when that is a
+module, else of `pkg` itself. Each module's layer comes from its path, so a new module is
+checked the day it is added; one that fits no layer fails the test."""
 
 from __future__ import annotations
 
 import ast
+import json
+import re
+import subprocess
+import sys
 from functools import cache
 from pathlib import Path
 
 import pytest
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2] / "fakekey"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_ROOT = ROOT / "fakekey"
 
-LOW_LAYERS = (
-    "fakekey.types",
-    "fakekey.resp",
-    "fakekey.core.keyspace",
-    "fakekey.core.clock",
-    "fakekey.codecs.glob",
-    "fakekey.core.users",
-    "fakekey.codecs.errors",
-    "fakekey.codecs.numbers",
-    "fakekey.codecs.longdouble",
-    "fakekey.codecs.geohash",
-    "fakekey.codecs.hll",
-    "fakekey.persistence.rdb",
-    "fakekey.codecs.digest",
-    "fakekey.core.tracking",
-    "fakekey.resp.streaming",
-    "fakekey.core.commandlog",
-    "fakekey.core.registry",
+# Bottom to top. A module may import its own unit's modules and those of any lower layer;
+# units that share a layer are independent of each other.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("fakekey._version", "fakekey.compiled"),
+    ("fakekey.resp",),
+    ("fakekey.codecs",),
+    ("fakekey.types",),
+    ("fakekey.config",),
+    ("fakekey.memory",),
+    ("fakekey.core",),
+    ("fakekey.scripting",),
+    ("fakekey.persistence",),
+    ("fakekey.commands",),
+    ("fakekey.modules",),
+    ("fakekey.net",),
+    ("fakekey.cli",),
+    ("fakekey.testing", "fakekey.compat", "fakekey.emq"),
+    ("fakekey", "fakekey.__main__"),  # the public names (loaded on first use); `python -m`
 )
-HIGH_LAYERS = ("fakekey.commands", "fakekey.net.server", "fakekey.core.state")
-# The registry is the table of command declarations (names, flags, key specs, ACL
-# categories), with no handler of its own and nothing above it: ACL rules are written in
-# its terms, so the low layers may read it. It is checked as a low layer itself.
-DECLARATIONS = ("fakekey.core.registry",)
+TOP_LEVEL_FILES_MAX = 5  # .py files directly in fakekey/, besides __init__ and __main__
+
+
+def _within(name: str, unit: str) -> bool:
+    return name == unit or name.startswith(unit + ".")
+
+
+def unit_of(name: str) -> tuple[int, str]:
+    """(layer number, unit) of a module: the longest unit that contains it."""
+    best: tuple[int, str] | None = None
+    for rank, units in enumerate(LAYERS):
+        for unit in units:
+            if _within(name, unit) and (best is None or len(unit) > len(best[1])):
+                best = (rank, unit)
+    if best is None:
+        raise LookupError(f"{name} belongs to no layer: add its folder to LAYERS and HACKING.md")
+    return best
 
 
 def module_path(name: str) -> Path | None:
@@ -57,11 +74,14 @@ def module_path(name: str) -> Path | None:
 
 
 def module_name(path: Path) -> str:
-    relative = path.relative_to(PACKAGE_ROOT.parent).with_suffix("")
-    parts = list(relative.parts)
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
+
+
+def all_modules() -> list[str]:
+    return sorted(module_name(p) for p in PACKAGE_ROOT.rglob("*.py") if "__pycache__" not in p.parts)
 
 
 def _is_type_checking_block(node: ast.AST) -> bool:
@@ -95,84 +115,165 @@ def _absolute(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-@cache
-def direct_imports(name: str) -> frozenset[str]:
-    """The fakekey modules `name` imports at run time (`from pkg import mod` gives pkg.mod
-    when mod is a module)."""
-    path = module_path(name)
-    if path is None:
-        return frozenset()
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    is_package = path.name == "__init__.py"
+def imports_in(tree: ast.AST, importer: str, is_package: bool) -> set[str]:
     imported: set[str] = set()
     for node in _runtime_nodes(tree):
         if isinstance(node, ast.Import):
             imported.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            source = _absolute(node, name, is_package)
-            imported.add(source)
-            imported.update(f"{source}.{alias.name}" for alias in node.names
-                            if module_path(f"{source}.{alias.name}") is not None)
-    return frozenset(m for m in imported if module_path(m) is not None)
+            source = _absolute(node, importer, is_package)
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                imported.add(submodule if module_path(submodule) is not None else source)
+    return imported
 
 
-def is_high(name: str) -> bool:
-    return _within(name, HIGH_LAYERS) and not _within(name, DECLARATIONS)
+@cache
+def direct_imports(name: str) -> frozenset[str]:
+    """The fakekey modules `name` imports at run time."""
+    path = module_path(name)
+    if path is None:
+        return frozenset()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = imports_in(tree, name, path.name == "__init__.py")
+    return frozenset(m for m in found if module_path(m) is not None and m != name)
 
 
-def reachable(name: str) -> dict[str, str]:
-    """Every fakekey module `name` reaches through run-time imports, each with the module
-    that imports it (to show the path of a violation); the walk stops at a high layer."""
-    seen: dict[str, str] = {}
-    todo = [name]
-    while todo:
-        current = todo.pop()
-        for imported in direct_imports(current):
-            if imported not in seen and imported != name:
-                seen[imported] = current
-                if not is_high(imported):
-                    todo.append(imported)
-    return seen
+def upward_imports(name: str) -> list[str]:
+    rank, unit = unit_of(name)
+    bad = []
+    for imported in sorted(direct_imports(name)):
+        other_rank, other_unit = unit_of(imported)
+        if other_unit != unit and other_rank >= rank:
+            bad.append(f"{imported} (layer {other_rank}, {other_unit})")
+    return bad
 
 
-def import_chain(start: str, end: str, parents: dict[str, str]) -> str:
-    chain = [end]
-    while chain[-1] != start:
-        chain.append(parents[chain[-1]])
-    return " -> ".join(reversed(chain))
+def import_cycles(modules: list[str]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), and modules
+    that import themselves."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    counter = 0
+
+    def visit(start: str) -> None:  # iterative: the graph's depth is not Python's limit
+        nonlocal counter
+        work = [(start, iter(sorted(direct_imports(start))))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for succ in edges:
+                if succ not in index:
+                    index[succ] = low[succ] = counter
+                    counter += 1
+                    stack.append(succ)
+                    on_stack.add(succ)
+                    work.append((succ, iter(sorted(direct_imports(succ)))))
+                    break
+                if succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+
+    for module in modules:
+        if module not in index:
+            visit(module)
+    return cycles
 
 
-def _within(name: str, layers: tuple[str, ...]) -> bool:
-    return any(name == layer or name.startswith(layer + ".") for layer in layers)
+# --- the tests ----------------------------------------------------------------------------
 
 
-def low_modules() -> list[str]:
-    names = sorted(module_name(p) for p in PACKAGE_ROOT.rglob("*.py") if "__pycache__" not in p.parts)
-    return [name for name in names if _within(name, LOW_LAYERS)]
+@pytest.mark.parametrize("name", all_modules())
+def test_module_imports_nothing_above_its_layer(name: str) -> None:
+    assert upward_imports(name) == [], f"{name} (layer {unit_of(name)[0]}) imports upward"
 
 
-def test_the_low_layers_exist() -> None:
-    names = low_modules()
-    for layer in LOW_LAYERS:
-        assert any(_within(name, (layer,)) for name in names), f"{layer} not found"
+def test_no_import_cycles() -> None:
+    assert import_cycles(all_modules()) == []
 
 
-@pytest.mark.parametrize("name", low_modules())
-def test_low_layer_imports_nothing_above_it(name: str) -> None:
-    parents = reachable(name)
-    upward = sorted(m for m in parents if is_high(m))
-    assert upward == [], "imports a higher layer: " + "; ".join(
-        import_chain(name, m, parents) for m in upward)
+def test_few_files_at_the_top() -> None:
+    top = sorted(p.name for p in PACKAGE_ROOT.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(top) <= TOP_LEVEL_FILES_MAX, top
 
 
-def test_the_walk_sees_deferred_imports_and_ignores_type_checking(tmp_path: Path) -> None:
+def test_every_unit_exists() -> None:
+    modules = all_modules()
+    for units in LAYERS:
+        for unit in units:
+            assert any(_within(m, unit) for m in modules), f"{unit} is in LAYERS but not in the tree"
+
+
+LOADED = """
+import importlib, json, sys
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+print(json.dumps(sorted(m for m in sys.modules if m == "fakekey" or m.startswith("fakekey."))))
+"""
+
+
+@pytest.mark.parametrize("rank", range(len(LAYERS) - 1))
+def test_importing_a_layer_loads_nothing_above_it(rank: int) -> None:
+    """What Python really loads, parents' __init__ included: importing every module of a
+    layer, in a fresh interpreter, loads no module of a higher layer."""
+    names = [m for m in all_modules() if unit_of(m)[0] == rank]
+    done = subprocess.run([sys.executable, "-c", LOADED, *names], capture_output=True, text=True,
+                          cwd=ROOT, check=True)
+    loaded = [m for m in json.loads(done.stdout) if module_path(m) is not None]
+    above = [m for m in loaded if unit_of(m)[0] > rank and m != "fakekey"]  # every import runs it
+    assert above == []
+
+
+def test_hacking_md_states_the_same_order() -> None:
+    """HACKING.md's numbered list under "Layers" names the units of each layer, bottom
+    first, as LAYERS does."""
+    text = (ROOT / "HACKING.md").read_text(encoding="utf-8")
+    section = text.split("## Layers", 1)[1].split("\n## ", 1)[0]
+    stated = []
+    for line in section.splitlines():
+        if re.match(r"^\d+\. ", line):
+            head = line.split(":", 1)[0]
+            stated.append(tuple("fakekey" if u == "fakekey" else "fakekey." + u.rstrip("/")
+                                for u in re.findall(r"`([^`]+)`", head)))
+    assert stated == [tuple(units) for units in LAYERS]
+
+
+def test_the_walk_sees_deferred_imports_and_ignores_type_checking() -> None:
     source = (
         "from typing import TYPE_CHECKING\n"
         "if TYPE_CHECKING:\n    from fakekey.core.state import ServerState\n"
-        "def later():\n    from fakekey.commands.args import SYNTAX\n")
-    tree = ast.parse(source)
-    found = set()
-    for node in _runtime_nodes(tree):
-        if isinstance(node, ast.ImportFrom):
-            found.add(node.module)
-    assert found == {"typing", "fakekey.commands.args"}
+        "def later():\n    from fakekey.commands.args import SYNTAX\n"
+        "from fakekey.codecs import glob\n")
+    found = imports_in(ast.parse(source), "fakekey.x", False)
+    assert found == {"typing", "fakekey.commands.args", "fakekey.codecs.glob"}
+
+
+def test_cycles_are_found() -> None:
+    """The cycle finder itself, on a made-up graph."""
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    direct_imports.cache_clear()
+    try:
+        original = globals()["direct_imports"]
+        globals()["direct_imports"] = lambda name: frozenset(graph.get(name, ()))
+        assert import_cycles(sorted(graph)) == [["a", "b", "c"]]
+    finally:
+        globals()["direct_imports"] = original
