@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
 PORT ?= 6379
 
-.PHONY: serve build test test-fakekey test-valkey lint bench venv clean
+.PHONY: serve build test test-fakekey test-valkey lint bench venv clean tools
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +27,16 @@ build: $(STAMP)
 serve: build
 	$(VENV)/bin/fakekey-server --bind $(HOST) --port $(PORT)
 
+# Debian's redis-tools: redis-cli (the shell recipe's test) and redis-benchmark (make bench).
+# Installed when missing on a Debian machine where we are root; said otherwise.
+tools:
+	@command -v redis-cli >/dev/null && command -v redis-benchmark >/dev/null || \
+		{ command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-tools; } \
+		  || echo "redis-tools is not installed: apt-get install redis-tools (redis-cli, redis-benchmark)"; }
+
 # Every test: unit tests, and the conformance suite against fakekey AND a real valkey-server.
-test: lint build
+test: lint build tools
 	$(PY) -m pytest -q -n 2 tests
 	FAKEKEY_PURE=1 FAKEKEY_TARGETS=fakekey $(PY) -m pytest -q -n 2 -m 'not packaging' tests
 
@@ -45,7 +53,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check fakekey tests bench setup.py
 	$(PY) -m mypy $$($(COMPILED_SOURCES))
 
-bench: build
+bench: build tools
 	$(PY) bench/run.py
 
 clean:
