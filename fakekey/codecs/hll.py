@@ -364,7 +364,7 @@ _LOW4_SHL4 = _table(lambda b: (b & 15) << 4)
 _SHL2 = _table(lambda b: b << 2)
 
 
-def _or(a: bytes, b: bytes) -> bytes:
+def _or(a: bytes | bytearray, b: bytes | bytearray) -> bytes:
     """Byte-wise OR of two equal-length strings."""
     return (int.from_bytes(a, "little") | int.from_bytes(b, "little")).to_bytes(len(a), "little")
 

@@ -210,7 +210,9 @@ def _find_bit(data: bytes | bytearray, bit: int, first: int, last: int) -> int |
     match = pattern.search(data, first_byte, last_byte)  # whole bytes before the last
     if match is not None:
         index = match.start()
-        return index * 8 + _find_in_byte(data[index], bit, 0, 7)
+        found = _find_in_byte(data[index], bit, 0, 7)
+        assert found is not None  # the pattern matched a byte holding such a bit
+        return index * 8 + found
     pos = _find_in_byte(data[last_byte], bit, 0, last & 7)
     return None if pos is None else last_byte * 8 + pos
 

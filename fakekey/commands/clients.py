@@ -426,6 +426,14 @@ def value_test(c: Client, option: bytes, raw: bytes, negated: bool) -> Predicate
     raise SYNTAX
 
 
+def _id_in(ids: set[int]) -> Predicate:
+    return lambda cl: cl.id in ids
+
+
+def _negation(test: Predicate) -> Predicate:
+    return lambda cl: not test(cl)
+
+
 _NEGATABLE = {b"id", b"type", b"user", b"addr", b"laddr", b"flags", b"ip", b"lib-name",
               b"lib-ver", b"db", b"capa", b"name"}
 
@@ -443,7 +451,7 @@ def parse_filters(c: Client, args: list[bytes], skipme: bool) -> Selector:
             raise SYNTAX
         if option == b"id":
             ids, i = parse_ids(args, i + 1)
-            test: Predicate = lambda cl, ids=ids: cl.id in ids  # noqa: E731
+            test = _id_in(ids)
         elif option == b"skipme" and not negated:
             answer = args[i + 1].lower()
             if answer not in (b"yes", b"no"):
@@ -454,7 +462,7 @@ def parse_filters(c: Client, args: list[bytes], skipme: bool) -> Selector:
         else:
             test = value_test(c, option, args[i + 1], negated)
             i += 2
-        selector.predicates.append((lambda cl, t=test: not t(cl)) if negated else test)
+        selector.predicates.append(_negation(test) if negated else test)
     return selector
 
 

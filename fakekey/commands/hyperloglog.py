@@ -48,7 +48,7 @@ def pfadd(c: Client, argv: list[bytes]) -> Any:
     key = argv[1]
     value = _hll_at(c, key)
     created = value is None
-    data = hll.new_sparse() if created else unshare(c, key, value)
+    data = hll.new_sparse() if value is None else unshare(c, key, value)
     try:
         updated = hll.add(data, argv[2:], _sparse_max(c)) + created
     except hll.Corrupted:

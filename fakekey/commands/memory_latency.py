@@ -4,7 +4,7 @@ not time events; LATENCY HISTOGRAM counts calls without latency buckets)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekey.commands.args import SYNTAX, help_lines, parse_int
 from fakekey.commands.info import (
@@ -16,6 +16,9 @@ from fakekey.core.client import Client
 from fakekey.core.registry import command, container, keys_range
 from fakekey.memory.estimate import key_usage
 from fakekey.resp.replies import OK, ReplyError, Verbatim
+
+if TYPE_CHECKING:
+    from fakekey.core.registry import Command
 
 G = "server"
 DIAGNOSTIC = "nondeterministic_output request_policy:all_shards response_policy:special"
@@ -237,6 +240,7 @@ def histogram_commands(c: Client, names: list[bytes]) -> list[Any]:
     """The commands LATENCY HISTOGRAM reports on: the named ones (a container stands for
     its subcommands), or all; only those called since the last reset."""
     registry = c.state.registry
+    chosen: list[Command]
     if names:
         chosen = []
         for name in names:

@@ -263,7 +263,9 @@ def waitaof(c: Client, argv: list[bytes]) -> Any:
         return reply
     # no replica will ever acknowledge: wait for the timeout (0: forever), as Valkey
     deadline = state.now + timeout if timeout else 0
-    state.blocking.block(c, [], deadline, c.cmd, argv, reply)
+    cmd = c.cmd
+    assert cmd is not None  # the command running now
+    state.blocking.block(c, [], deadline, cmd, argv, reply)
     return NO_REPLY
 
 

@@ -49,6 +49,14 @@ def lookup_sets(c: Client, keys: list[bytes]) -> list[SetValue | None]:
     return [lookup_set(c, key) for key in keys]
 
 
+def every_set(c: Client, keys: list[bytes]) -> list[SetValue] | None:
+    """The sets at `keys`, all looked up first (WRONGTYPE wins over empty); None when one
+    of them is missing: an intersection with it is empty."""
+    sets = lookup_sets(c, keys)
+    found = [s for s in sets if s is not None]
+    return found if len(found) == len(sets) else None
+
+
 def removed_from(c: Client, key: bytes, event: str) -> None:
     """After removing members: the funnel announces the event, deletes an emptied set and
     announces its `del`."""
@@ -376,8 +384,8 @@ def intersection_value(sets: list[SetValue], limits: SetLimits) -> SetValue:
          tips="nondeterministic_output_order",
          summary="Answers the members common to all the given sets.")
 def sinter(c: Client, argv: list[bytes]) -> Any:
-    sets = lookup_sets(c, argv[1:])
-    if None in sets:
+    sets = every_set(c, argv[1:])
+    if sets is None:
         return SetReply()
     return SetReply(intersect(sets))
 
@@ -398,14 +406,15 @@ def sintercard(c: Client, argv: list[bytes]) -> Any:
     i = 2 + numkeys
     while i < len(argv):
         if argv[i].lower() == b"limit" and i + 1 < len(argv):
-            limit = try_int(argv[i + 1])
-            if limit is None or limit < 0:
+            given = try_int(argv[i + 1])
+            if given is None or given < 0:
                 raise LIMIT_NEGATIVE
+            limit = given
             i += 2
         else:
             raise SYNTAX
-    sets = lookup_sets(c, argv[2 : 2 + numkeys])
-    if None in sets:
+    sets = every_set(c, argv[2 : 2 + numkeys])
+    if sets is None:
         return 0
     return len(intersect(sets, limit))
 
@@ -417,8 +426,8 @@ def sintercard(c: Client, argv: list[bytes]) -> Any:
          "M is the number of sets.",
          summary="Stores the members common to all the given sets; answers their count.")
 def sinterstore(c: Client, argv: list[bytes]) -> Any:
-    sets = lookup_sets(c, argv[2:])
-    if None in sets:
+    sets = every_set(c, argv[2:])
+    if sets is None:
         c.db.delete(argv[1])
         return 0
     return store(c, argv[1], intersection_value(sets, SetLimits.of(c.state)), "sinterstore")

@@ -13,7 +13,7 @@ RESP3, `decode_responses` either way).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from fakekey.emq.scripts import run_script
 
@@ -97,8 +97,9 @@ def _text(value: Any) -> str:
 
 
 def _bytes(value: Any) -> bytes:
+    """A payload as bytes (a client that decodes replies hands back str)."""
     if value is None or isinstance(value, bytes):
-        return value
+        return cast(bytes, value)  # None: a job without its payload, as the server sent it
     return str(value).encode()
 
 

@@ -9,6 +9,7 @@ sent exactly as the seed quotes it. `Script.source` is the text a server receive
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -62,7 +63,7 @@ def _is_noscript(error: Exception) -> bool:
     return type(error).__name__ == "NoScriptError" or str(error).startswith("NOSCRIPT")
 
 
-def run_script(client: Any, name: str, keys: list[str | bytes], args: list[Any]) -> Any:
+def run_script(client: Any, name: str, keys: Sequence[str | bytes], args: list[Any]) -> Any:
     """Runs script `name` with EVALSHA on a redis-py style client (`execute_command`),
     loading it with SCRIPT LOAD and retrying once when the server answers NOSCRIPT."""
     script = SCRIPTS[name]

@@ -347,7 +347,9 @@ class Persistence:
         self.manifest = final
         self.base_size = base_size
         stale, self.stale_files = self.stale_files, set()
-        for name in ({old.base, *old.incrs} | stale) - {final.base, *final.incrs} - {None}:
+        for name in ({old.base, *old.incrs} | stale) - {final.base, *final.incrs}:
+            if name is None:
+                continue
             with contextlib.suppress(OSError):
                 os.unlink(os.path.join(folder, name))
         self.rewrites += 1

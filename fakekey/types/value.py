@@ -1,0 +1,24 @@
+"""What every stored container value is (a string is `bytes` or `bytearray`): the contract the
+keyspace and the commands rely on, stated once. HashValue, ListValue, SetValue, ZSet and
+StreamValue satisfy it (tests/fakekey/test_stored_value.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class StoredValue(Protocol):
+    TYPE_NAME: str  # TYPE's answer: "hash", "list", "set", "zset", "stream"
+
+    def __len__(self) -> int:
+        """Its elements; the write funnel deletes a key whose value is left empty."""
+        ...
+
+    def copy(self) -> StoredValue:
+        """A deep copy (COPY, and snapshots)."""
+        ...
+
+    def encoding(self, state: Any) -> bytes:
+        """OBJECT ENCODING's answer, from the size thresholds in `state.config`."""
+        ...
