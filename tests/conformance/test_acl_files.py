@@ -139,3 +139,12 @@ def test_config_file_lines_are_split_as_valkey_splits_them(start: Start, tmp_pat
     r = start([str(conf)])
     assert r.call("AUTH", "ab cd") == ("+", b"OK")
     assert r.call("CONFIG", "GET", "requirepass") == ("*", [("$", b"requirepass"), ("$", b"ab cd")])
+
+
+def test_acl_file_lines_are_split_on_spaces_not_as_config_lines(start: Start, tmp_path: Path) -> None:
+    """Valkey splits an ACL file's lines on single spaces (sdssplitlen), not with the
+    config file's sdssplitargs: quotes stay part of the name."""
+    acl = tmp_path / "users.acl"
+    acl.write_text('user default on nopass ~* &* +@all\nuser "bob" on nopass ~* +@all\n')
+    r = start(["--aclfile", str(acl)])
+    assert r.call("ACL", "USERS") == ("*", [("$", b'"bob"'), ("$", b"default")])
