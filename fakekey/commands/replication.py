@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import binascii
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekey.commands.args import SYNTAX, try_int
 from fakekey.core.client import Client
 from fakekey.core.registry import command, container, keys_range
 from fakekey.persistence import rdb
 from fakekey.resp.replies import NO_REPLY, OK, Raw, ReplyError
+
+if TYPE_CHECKING:
+    from fakekey.core.state import ServerState
 
 REPL_ADMIN = "admin noscript"
 NO_CLUSTER = ReplyError("ERR This instance has cluster support disabled")
@@ -157,7 +160,7 @@ def full_sync(c: Client, preamble: bytes) -> Any:
     return Raw(preamble + b"$%d\r\n" % len(snapshot) + snapshot)
 
 
-def rdb_snapshot(state: Any) -> bytes:
+def rdb_snapshot(state: ServerState) -> bytes:
     """The data set as Valkey's RDB file (version 80): aux fields, each database with
     its sizes, keys with their deadlines, then EOF and the CRC64."""
     limits = rdb.Limits.of(state.config)
@@ -192,7 +195,7 @@ def rdb_length(n: int) -> bytes:
     return rdb._len(n)
 
 
-def used_memory(state: Any) -> int:
+def used_memory(state: ServerState) -> int:
     from fakekey.commands.info import STARTUP_MEMORY, dataset_bytes
 
     return STARTUP_MEMORY + dataset_bytes(state)

@@ -26,6 +26,7 @@ from fakekey.resp.replies import Raw
 
 if TYPE_CHECKING:
     from fakekey.core.client import Client
+    from fakekey.core.state import ServerState
 
 CHANNEL = b"__redis__:invalidate"  # RESP2 redirect targets get messages on it
 # "every key" after a flush: the null of the *tracking* client's protocol, even when the
@@ -88,7 +89,7 @@ class Prefix:
 class Tracking:
     """The server's tracking table (one per ServerState)."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: ServerState) -> None:
         self.state = state
         self.keys: dict[bytes, set[int]] = {}  # key -> ids of the clients that read it
         self.items = 0  # ids across the table (INFO tracking_total_items)
@@ -238,8 +239,10 @@ class Tracking:
         clients = state.clients
         for client_id in ids:
             target = clients.get(client_id)
-            t = target.tracking if target is not None else None
-            if t is None or t.bcast:  # gone, off, or switched to BCAST since it read
+            if target is None:  # gone
+                continue
+            t = target.tracking
+            if t is None or t.bcast:  # off, or switched to BCAST since it read
                 continue
             if t.noloop and target is writer:
                 continue
@@ -314,12 +317,13 @@ class Tracking:
         target = client
         redirected = False
         if t is not None and t.redirect:
-            target = self.state.clients.get(t.redirect)
-            if target is None:
+            redirect = self.state.clients.get(t.redirect)
+            if redirect is None:
                 t.broken = True
                 if client.protocol == 3:
                     client.push([b"tracking-redir-broken", t.redirect])
                 return
+            target = redirect
             redirected = True
         if target.protocol == 3:
             target.push([b"invalidate", payload])

@@ -9,7 +9,10 @@ answers closely enough to compare sizes (the same order of magnitude), not to th
 from __future__ import annotations
 
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fakekey.core.state import ServerState
 
 ROBJ = 16  # the object header, with the key embedded after it
 LISTPACK_HEADER = 7
@@ -50,7 +53,7 @@ def string_size(value: bytes | bytearray) -> int:
     return len(value) + 3 if len(value) <= 44 else _alloc(len(value) + 9)
 
 
-def list_size(value: Any, state: Any, samples: int) -> int:
+def list_size(value: Any, state: ServerState, samples: int) -> int:
     if value.encoding(state) == b"listpack":
         return QUICKLIST + LISTPACK_HEADER + sum(map(_entry, value))
     nodes = value.nodes(state)
@@ -91,7 +94,7 @@ def stream_size(value: Any) -> int:
     return size
 
 
-def value_size(value: Any, state: Any, samples: int) -> int:
+def value_size(value: Any, state: ServerState, samples: int) -> int:
     """The value's estimated bytes, `samples` elements sampled in the big encodings."""
     if isinstance(value, bytes | bytearray):
         return string_size(value)
@@ -107,7 +110,7 @@ def value_size(value: Any, state: Any, samples: int) -> int:
     return stream_size(value)
 
 
-def key_usage(key: bytes, value: Any, state: Any, samples: int) -> int:
+def key_usage(key: bytes, value: Any, state: ServerState, samples: int) -> int:
     """MEMORY USAGE: the object (with its key embedded) and its value."""
     return _alloc(ROBJ + len(key) + 3 + value_size(value, state, samples))
 
@@ -120,7 +123,7 @@ EXPIRE_ENTRY = 32  # and the expires table's, for a key with a deadline
 SMALL_STRING = ROBJ + 6  # an object with its key and an embedded string (string_size's + 3)
 
 
-def quick_value_size(value: Any, state: Any) -> int:
+def quick_value_size(value: Any, state: ServerState) -> int:
     """value_size in O(samples) whatever the value's length, for the write funnel: a big
     list's nodes and a stream's nodes are estimated from a sample instead of walked."""
     if isinstance(value, bytes | bytearray):
@@ -153,14 +156,14 @@ def size_class(size: int) -> int:
     return (size + step - 1) // step * step
 
 
-def quick_key_size(key: bytes, value: Any, state: Any) -> int:
+def quick_key_size(key: bytes, value: Any, state: ServerState) -> int:
     """What one key costs in the used-memory estimate: its object, value and table entry."""
     if type(value) is bytes and len(value) <= 44:  # the commonest: an embedded string
         return size_class(SMALL_STRING + len(key) + len(value)) + HASHTABLE_ENTRY
     return size_class(ROBJ + len(key) + 3 + quick_value_size(value, state)) + HASHTABLE_ENTRY
 
 
-def dataset_bytes(state: Any) -> int:
+def dataset_bytes(state: ServerState) -> int:
     """The keyspace's estimated bytes (INFO used_memory less the server's own): the
     maxmemory tracker's running total when there is one, else a walk of the keys."""
     tracker = state.memory

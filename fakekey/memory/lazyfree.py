@@ -9,7 +9,10 @@ than the threshold. Nothing is freed in the background here; only the count is k
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fakekey.core.state import ServerState
 
 LAZYFREE_THRESHOLD = 64
 STAT = "lazyfreed_objects"  # in state.stats, so CONFIG RESETSTAT zeroes it as Valkey does
@@ -24,7 +27,7 @@ def stream_rax_nodes(listpacks: int) -> int:
     return 2 * listpacks + 3
 
 
-def free_effort(value: Any, state: Any) -> int:
+def free_effort(value: Any, state: ServerState) -> int:
     """lazyfreeGetFreeEffort: the elements of a hashtable, skiplist or quicklist, the
     nodes and group PELs of a stream; 1 for a string or any listpack/intset value."""
     kind = getattr(value, "TYPE_NAME", "string")
@@ -45,17 +48,17 @@ def free_effort(value: Any, state: Any) -> int:
     return 1
 
 
-def release(state: Any, value: Any, lazy: bool) -> None:
+def release(state: ServerState, value: Any, lazy: bool) -> None:
     """A value left the keyspace: count it if Valkey would free it in the background."""
     if lazy and free_effort(value, state) > LAZYFREE_THRESHOLD:
         state.stats[STAT] += 1
 
 
-def released_keys(state: Any, count: int) -> None:
+def released_keys(state: ServerState, count: int) -> None:
     """An asynchronous flush hands every key to the background thread."""
     state.stats[STAT] += count
 
 
-def lazy_setting(state: Any, name: str) -> bool:
+def lazy_setting(state: ServerState, name: str) -> bool:
     """One of the lazyfree-lazy-* settings (user-del, server-del, expire, user-flush)."""
     return bool(state.config[f"lazyfree-lazy-{name}"])

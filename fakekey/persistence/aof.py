@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekey.persistence.codec import (
     CorruptData,
@@ -40,6 +40,9 @@ from fakekey.persistence.codec import (
 )
 from fakekey.persistence.snapshot import LoadError, fsync_dir, write_file_atomically
 from fakekey.resp.replies import NO_REPLY, ReplyError
+
+if TYPE_CHECKING:
+    from fakekey.core.state import ServerState
 
 log = logging.getLogger("fakekey.net.server")
 
@@ -169,7 +172,7 @@ class AppendLog:
     """Records the changes of the running server into the current incremental file.
     `state.aof` is this object while appendonly is on; `run` wraps each command."""
 
-    def __init__(self, state: Any, path: str) -> None:
+    def __init__(self, state: ServerState, path: str) -> None:
         self.state = state
         self.path = path
         self.fd = self._open(path)
@@ -328,7 +331,7 @@ def read_log(path: str, data: bytes, last: bool) -> LogRead:
 class Replayer:
     """Applies records to the state, as a client that may do anything and never blocks."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: ServerState) -> None:
         from fakekey.core.client import Client
 
         self.state = state
@@ -372,7 +375,7 @@ class Replayer:
         client = self.client
         client.db = db
         cmd = state.lookup_command(argv)
-        if type(cmd) is ReplyError:
+        if isinstance(cmd, ReplyError) or cmd.handler is None:
             raise CorruptData(f"unknown command in the log: {argv[0]!r}")
         client.cmd = cmd
         state.current_client = client

@@ -13,7 +13,7 @@ import contextlib
 import logging
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekey.persistence import aof as aoflib
 from fakekey.persistence.aof import AppendLog, Manifest, Replayer
@@ -33,6 +33,9 @@ from fakekey.persistence.snapshot import (
 )
 from fakekey.types.hash import HashValue
 
+if TYPE_CHECKING:
+    from fakekey.core.state import ServerState
+
 log = logging.getLogger("fakekey.net.server")
 
 SLICE_SECONDS = 0.004  # encoding work per event-loop turn in a background save
@@ -42,7 +45,7 @@ BGSAVE_RETRY_DELAY = 5  # seconds before a save rule retries after a failed save
 class Persistence:
     """`state.persistence`: what the server keeps on disk and how it is doing."""
 
-    def __init__(self, state: Any) -> None:
+    def __init__(self, state: ServerState) -> None:
         self.state = state
         self.bgsave_task: asyncio.Task[Any] | None = None
         self.bgsave_scheduled = False
@@ -303,9 +306,10 @@ class Persistence:
         base, incr = aoflib.file_names(config, seq)
         image = copied_image(state)
         now = state.clock.now_ms()
-        log_on = state.aof is not None
-        if log_on:
-            state.aof.switch_to(os.path.join(folder, incr))
+        append_log = state.aof
+        log_on = append_log is not None
+        if append_log is not None:
+            append_log.switch_to(os.path.join(folder, incr))
             middle = Manifest(old.base, [*old.incrs, incr], seq)
             aoflib.write_manifest(config, middle)
             self.manifest = middle
@@ -445,7 +449,8 @@ class Persistence:
     def _log_outgrew_its_base(self) -> bool:
         """auto-aof-rewrite-percentage and -min-size, as Valkey's cron reads them."""
         percentage = self.config["auto-aof-rewrite-percentage"]
-        size = self.base_size + self.state.aof.size
+        append_log = self.state.aof
+        size = self.base_size + (append_log.size if append_log is not None else 0)
         if not percentage or size <= self.config["auto-aof-rewrite-min-size"]:
             return False
         return size * 100 // max(self.base_size, 1) - 100 >= percentage

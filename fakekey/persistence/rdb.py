@@ -38,7 +38,7 @@ import re
 import struct
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from fakekey.codecs.numbers import try_int
 from fakekey.resp.encoder import format_double
@@ -53,6 +53,7 @@ from fakekey.types.stream import (
     Node,
     StreamValue,
 )
+from fakekey.types.value import Settings
 from fakekey.types.zset import SortedKeys, ZSet
 
 RDB_VERSION = 80
@@ -88,12 +89,6 @@ class ForeignTypeError(Exception):
     def __init__(self, rdb_type: int) -> None:
         super().__init__(rdb_type)
         self.rdb_type = rdb_type
-
-
-class Settings(Protocol):
-    """What Limits reads its thresholds from: the server's Config, or a plain mapping."""
-
-    def __getitem__(self, name: str) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekey._version import __version__
 from fakekey.persistence.codec import (
@@ -27,6 +27,9 @@ from fakekey.persistence.codec import (
     iter_encode_value,
     iter_frames,
 )
+
+if TYPE_CHECKING:
+    from fakekey.core.state import ServerState
 
 MAGIC = b"FKSNAP"
 VERSION = 1
@@ -45,12 +48,12 @@ class Image:
     dbs: list[tuple[int, dict[bytes, Any], dict[bytes, int]]]  # (index, data, expires)
 
 
-def live_image(state: Any) -> Image:
+def live_image(state: ServerState) -> Image:
     """The live keyspace itself (for a synchronous save: nothing runs meanwhile)."""
     return Image(library_codes(state), [(db.index, db.data, db.expires) for db in state.dbs if db.data])
 
 
-def copied_image(state: Any) -> Image:
+def copied_image(state: ServerState) -> Image:
     """A point-in-time copy for a background save: strings are immutable and shared,
     containers are copied (dict/list copies, mostly at C speed)."""
     dbs = []
@@ -68,7 +71,7 @@ def copied_image(state: Any) -> Image:
     return Image(library_codes(state), dbs)
 
 
-def library_codes(state: Any) -> list[bytes]:
+def library_codes(state: ServerState) -> list[bytes]:
     engine = state.functions
     if engine is None:
         return []

@@ -25,9 +25,12 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_left
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fakekey.types.field_ttls import Standin
+
+if TYPE_CHECKING:
+    from fakekey.types.value import Configured
 
 LISTPACK = b"listpack"
 HASHTABLE = b"hashtable"
@@ -63,7 +66,7 @@ class HashValue:
         """The field's deadline in unix ms, or None if it has none."""
         return self.ttls.get(field)
 
-    def encoding(self, state: Any = None) -> bytes:
+    def encoding(self, state: Configured | None = None) -> bytes:
         """What OBJECT ENCODING answers: the encoding this hash has reached."""
         return HASHTABLE if self.hashtable else LISTPACK
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fakekey.types.value import Configured
 
 # Bytes a listpack spends per entry beyond the data (encoding byte + backlen), roughly.
 _ENTRY_OVERHEAD = 2
@@ -24,7 +27,7 @@ class ListValue(deque):
     def copy(self) -> ListValue:
         return ListValue(self)
 
-    def encoding(self, state: Any) -> bytes:
+    def encoding(self, state: Configured) -> bytes:
         """listpack while the whole list fits one node of list-max-listpack-size (a
         count, 0 read as 1, and a byte size), else quicklist."""
         max_count, max_bytes = _node_limits(state)
@@ -37,7 +40,7 @@ class ListValue(deque):
                 return b"quicklist"
         return b"listpack"
 
-    def nodes(self, state: Any) -> int:
+    def nodes(self, state: Configured) -> int:
         """How many quicklist nodes hold this list: filled in order while an entry fits,
         as quicklist inserts do (an entry too big for any node gets one of its own)."""
         max_count, max_bytes = _node_limits(state)
@@ -53,7 +56,7 @@ class ListValue(deque):
         return count
 
 
-def _node_limits(state: Any) -> tuple[int | None, int]:
+def _node_limits(state: Configured) -> tuple[int | None, int]:
     """list-max-listpack-size as (entries per node or None, bytes per node)."""
     limit = state.config["list-max-listpack-size"]
     if limit >= 0:

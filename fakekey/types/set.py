@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_left
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekey.codecs.numbers import try_int
+
+if TYPE_CHECKING:
+    from fakekey.types.value import Configured
 
 INTSET = "intset"
 LISTPACK = "listpack"
@@ -43,7 +46,7 @@ class SetLimits:
         self.listpack_value = listpack_value
 
     @classmethod
-    def of(cls, state: Any) -> SetLimits:
+    def of(cls, state: Configured) -> SetLimits:
         config = state.config
         return cls(
             min(config["set-max-intset-entries"], _INTSET_HARD_LIMIT),
@@ -102,7 +105,7 @@ class SetValue:
             return self._sorted
         return list(self._seq)
 
-    def encoding(self, state: Any = None) -> bytes:
+    def encoding(self, state: Configured | None = None) -> bytes:
         """What OBJECT ENCODING answers: the encoding this set has reached."""
         return self.enc.encode()
 

@@ -28,9 +28,12 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from fakekey.codecs.numbers import try_int
+
+if TYPE_CHECKING:
+    from fakekey.types.value import Configured
 
 StreamID = tuple[int, int]
 Pairs = tuple[bytes, ...]  # field, value, field, value, ...
@@ -358,7 +361,7 @@ class StreamValue:
     def __bool__(self) -> bool:
         return True  # an emptied stream is not deleted
 
-    def encoding(self, state: object = None) -> bytes:
+    def encoding(self, state: Configured | None = None) -> bytes:
         return b"stream"
 
     def copy(self) -> StreamValue:

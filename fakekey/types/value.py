@@ -7,6 +7,20 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 
+class Settings(Protocol):
+    """Settings by name: the server's Config, or a plain mapping."""
+
+    def __getitem__(self, name: str) -> Any: ...
+
+
+class Configured(Protocol):
+    """The server a value is stored in, as the types see it: its settings (the encoding
+    thresholds, hash-max-listpack-entries and the like)."""
+
+    @property
+    def config(self) -> Settings: ...
+
+
 @runtime_checkable
 class StoredValue(Protocol):
     TYPE_NAME: str  # TYPE's answer: "hash", "list", "set", "zset", "stream"
@@ -19,6 +33,6 @@ class StoredValue(Protocol):
         """A deep copy (COPY, and snapshots)."""
         ...
 
-    def encoding(self, state: Any) -> bytes:
+    def encoding(self, state: Configured) -> bytes:
         """OBJECT ENCODING's answer, from the size thresholds in `state.config`."""
         ...

@@ -28,7 +28,10 @@ import math
 import random
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fakekey.types.value import Configured
 
 Key = tuple[float, bytes]
 Pair = tuple[bytes, float]
@@ -515,7 +518,7 @@ class ZLimits:
         self.value = value
 
     @classmethod
-    def of(cls, state: Any) -> ZLimits:
+    def of(cls, state: Configured) -> ZLimits:
         config = state.config
         return cls(config["zset-max-listpack-entries"], config["zset-max-listpack-value"])
 
@@ -560,7 +563,7 @@ class ZSet:
         clone.keys = self.keys.copy()
         return clone
 
-    def encoding(self, state: Any = None) -> bytes:
+    def encoding(self, state: Configured | None = None) -> bytes:
         return b"skiplist" if self.skiplist else b"listpack"
 
     # --- encoding ------------------------------------------------------------------------
