@@ -27,10 +27,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fakekey.commands import load_all  # noqa: E402
 from fakekey.commands.doc_data import ARG_FIELDS, COMMAND_FIELDS, CONTAINER_TYPES, DATA_FILE  # noqa: E402
 from fakekey.commands.introspection import every_command  # noqa: E402
 from fakekey.core.registry import REGISTRY  # noqa: E402
+from fakekey.net.registry import load_all  # noqa: E402
 from fakekey.testing.raw import RawClient  # noqa: E402
 from fakekey.testing.targets import find_valkey_binary, free_port  # noqa: E402
 

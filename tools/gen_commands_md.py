@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script from a checkout
 
 from fakekey._version import VALKEY_VERSION  # noqa: E402
-from fakekey.commands import load_all  # noqa: E402
 from fakekey.core.registry import REGISTRY, Command  # noqa: E402
+from fakekey.net.registry import load_all  # noqa: E402
 
 VALKEY_COMMANDS_FILE = f"valkey-{VALKEY_VERSION}-commands.txt"
 DOC_PATH = ROOT / "docs" / "commands.md"

@@ -1,9 +1,5 @@
-"""Command families, one module each; importing a module registers its commands."""
-
-import importlib
-
-from fakekey.commands import doc_data
-from fakekey.core.registry import REGISTRY, Registry
+"""Command families, one module each; importing a module registers its commands
+(fakekey/net/registry.py loads them all)."""
 
 FAMILIES = (
     "connection",
@@ -34,19 +30,4 @@ FAMILIES = (
     "fakekey",
     "observability",
     "modules",
-    "fakekey.modules.emq.controls",
-    "fakekey.modules.emq.jobs",
-    "fakekey.modules.emq.scheduling",
-    "fakekey.modules.emq.recovery",
-    "fakekey.modules.emq.publish",
 )
-
-def load_all() -> Registry:
-    """Import every family once, so that the registry is complete; the registry. A server
-    calls it before it makes its state (fakekey/net/server.py)."""
-    if not REGISTRY.complete:
-        for name in FAMILIES:
-            importlib.import_module(name if "." in name else f"fakekey.commands.{name}")
-        doc_data.attach(REGISTRY)  # COMMAND DOCS' argument trees, from fakekey/data
-        REGISTRY.complete = True
-    return REGISTRY

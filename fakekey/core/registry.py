@@ -207,14 +207,14 @@ class CommandStats:
 
 class Registry:
     """All commands by lower-case name, and the modules that declare some of them. Filled
-    as the families are imported (fakekey/commands/__init__.py `load_all`), read-only
+    as the families are imported (fakekey/net/registry.py `load_all`), read-only
     after: what a server counts or changes lives on the server."""
 
     def __init__(self) -> None:
         self.commands: dict[bytes, Command] = {}
         self.modules: dict[str, int] = {}  # emulated module -> version (MODULE LIST)
         self.size = 0  # commands and subcommands declared: the length of a stats table
-        self.complete = False  # every family loaded (fakekey.commands.load_all)
+        self.complete = False  # every family loaded (fakekey.net.registry.load_all)
 
     def add(self, cmd: Command) -> Command:
         if "|" in cmd.name:

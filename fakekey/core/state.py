@@ -69,7 +69,7 @@ class ServerState:
 
     def __init__(self, registry: Registry, config: Config | None = None) -> None:
         """`registry`: the command declarations, loaded by whoever makes the server
-        (fakekey.commands.load_all); everything counted or changed lives here."""
+        (fakekey.net.registry.load_all); everything counted or changed lives here."""
         self.config = config or Config()
         self.clock = Clock()
         self.now = self.clock.now_ms()  # the current command's time snapshot (ms)

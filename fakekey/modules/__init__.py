@@ -1,1 +1,10 @@
-"""The emulated modules: EMQ's verbs."""
+"""The emulated modules: EMQ's verbs. Importing a family registers its verbs
+(fakekey/net/registry.py loads them all, after the built-in commands)."""
+
+FAMILIES = (
+    "fakekey.modules.emq.controls",
+    "fakekey.modules.emq.jobs",
+    "fakekey.modules.emq.scheduling",
+    "fakekey.modules.emq.recovery",
+    "fakekey.modules.emq.publish",
+)

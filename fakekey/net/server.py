@@ -13,13 +13,13 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
-from fakekey.commands import load_all
 from fakekey.config.limits import adjust_open_files_limit
 from fakekey.config.settings import Config
 from fakekey.core.client import Client
 from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST
 from fakekey.core.monitor import log_command, request_size
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
+from fakekey.net.registry import load_all
 from fakekey.persistence import Persistence
 from fakekey.resp.parser import ProtocolError
 from fakekey.resp.replies import NO_REPLY, QUEUED, ReplyError

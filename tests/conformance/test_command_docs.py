@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from fakekey.commands import doc_data, load_all
+from fakekey.commands import doc_data
 from fakekey.commands.introspection import every_command
 from fakekey.core.registry import REGISTRY
+from fakekey.net.registry import load_all
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import find_valkey_binary
 

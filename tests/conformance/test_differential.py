@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
-from fakekey.commands import load_all
 from fakekey.core.registry import REGISTRY
+from fakekey.net.registry import load_all
 from fakekey.testing.differential import FAMILIES, Argv, available, comparison, requests
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import Target, find_valkey_binary

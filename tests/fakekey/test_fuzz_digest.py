@@ -25,9 +25,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fakekey.commands import load_all
 from fakekey.commands.doc_data import ArgDoc
 from fakekey.core.registry import REGISTRY, Command
+from fakekey.net.registry import load_all
 from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient, encode_command
 
