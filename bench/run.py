@@ -1394,10 +1394,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 
+# The run time of each thread seen in the last sample (pid -> tid -> ns), and of the
+# threads seen once and gone since (pid -> ns): a thread that ends between two samples
+# keeps what it ran until the last one, so the sum never goes back.
+_THREAD_NS: dict[int, dict[int, int]] = {}
+_ENDED_NS: dict[int, int] = {}
+
+
 def cpu_seconds(pid: int | None) -> float | None:
     """CPU time a process has used so far, every thread counted: the sum of its threads'
-    /proc/<pid>/task/<tid>/schedstat run times (nanoseconds), else utime + stime from
-    /proc/<pid>/stat (clock ticks, 10 ms: too coarse for one sweep)."""
+    /proc/<pid>/task/<tid>/schedstat run times (nanoseconds), with those of the threads
+    that ended since an earlier sample; else utime + stime from /proc/<pid>/stat (clock
+    ticks, 10 ms: too coarse for one sweep). Meant for differences between samples: a
+    thread that ended before the first one is in neither."""
     if pid is None:
         return None
     try:
@@ -1407,14 +1416,16 @@ def cpu_seconds(pid: int | None) -> float | None:
     fields = stat[stat.rindex(")") + 2 :].split()  # fields from the 3rd on; comm may hold spaces
     ticks = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     with contextlib.suppress(OSError, ValueError):
-        total_ns = 0
+        live: dict[int, int] = {}
         for task in Path(f"/proc/{pid}/task").iterdir():
             with contextlib.suppress(FileNotFoundError):  # a thread that just ended
-                total_ns += int((task / "schedstat").read_text().split()[0])
-        # a thread that ended takes its run time out of the sum; the process's own total
-        # keeps it (in ticks): the larger of the two never goes back by more than a tick
-        return max(total_ns / 1e9, ticks)
+                live[int(task.name)] = int((task / "schedstat").read_text().split()[0])
+        seen = _THREAD_NS.get(pid, {})
+        ended = _ENDED_NS.get(pid, 0) + sum(ns for tid, ns in seen.items() if tid not in live)
+        _THREAD_NS[pid], _ENDED_NS[pid] = live, ended
+        return (sum(live.values()) + ended) / 1e9
     return ticks
+
 
 if __name__ == "__main__":
     sys.exit(main())

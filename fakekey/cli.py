@@ -35,7 +35,7 @@ from fakekey.config.limits import TooFewDescriptors
 from fakekey.config.settings import Config, ConfigError
 from fakekey.core.users import check_user_directive
 from fakekey.net.server import Server, new_event_loop
-from fakekey.persistence import LoadError
+from fakekey.persistence.snapshot import LoadError
 
 log = logging.getLogger("fakekey.net.server")
 

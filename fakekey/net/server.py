@@ -20,7 +20,7 @@ from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST
 from fakekey.core.monitor import log_command, request_size
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
 from fakekey.net.registry import load_all
-from fakekey.persistence import Persistence
+from fakekey.persistence.manager import Persistence
 from fakekey.resp.parser import ProtocolError
 from fakekey.resp.replies import NO_REPLY, QUEUED, ReplyError
 
