@@ -149,7 +149,8 @@ class Reader:
         return _F64.unpack_from(self.data, self._take(8))[0]
 
     def sid(self) -> tuple[int, int]:
-        return _ID.unpack_from(self.data, self._take(16))  # type: ignore[return-value]
+        ms, seq = _ID.unpack_from(self.data, self._take(16))
+        return ms, seq
 
     def blob(self) -> bytes:
         n = self.u64()

@@ -393,7 +393,7 @@ class Persistence:
                 os.makedirs(folder, exist_ok=True)
                 previous = aoflib.read_manifest(aoflib.manifest_path(self.config))
                 if previous is not None:
-                    self.stale_files = {previous.base, *previous.incrs} - {None}  # type: ignore[assignment]
+                    self.stale_files = {name for name in (previous.base, *previous.incrs) if name is not None}
                 # the old files describe data of another time: they are no log any more
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(aoflib.manifest_path(self.config))

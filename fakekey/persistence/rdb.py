@@ -443,12 +443,12 @@ _SIZE_OVERHEAD = 8
 def list_nodes(items: list[bytes], fill: int) -> list[tuple[bool, list[bytes]]]:
     """Quicklist nodes for a list pushed at the tail: (plain, elements) each. A whole
     list that fits one listpack is one node (Valkey's listpack-encoded list)."""
+    count_limit: int | None  # a positive fill counts elements; a negative one only bytes
     if fill >= 0:
-        count_limit, size_limit = max(fill, 1), None
-        large = _SAFETY_LIMIT
+        count_limit, size_limit = max(fill, 1), _SAFETY_LIMIT
     else:
         count_limit, size_limit = None, _NEG_FILL_LIMITS[min(-fill, 5) - 1]
-        large = size_limit
+    large = size_limit
     nodes: list[tuple[bool, list[bytes]]] = []
     current: list[bytes] = []
     size = 0
@@ -461,10 +461,7 @@ def list_nodes(items: list[bytes], fill: int) -> list[tuple[bool, list[bytes]]]:
             continue
         if current:
             new_size = size + len(item) + _SIZE_OVERHEAD
-            if size_limit is not None:
-                full = new_size > size_limit
-            else:
-                full = new_size > _SAFETY_LIMIT or len(current) + 1 > count_limit  # type: ignore[operator]
+            full = new_size > size_limit or (count_limit is not None and len(current) + 1 > count_limit)
             if full:
                 nodes.append((False, current))
                 current, size = [], 0
