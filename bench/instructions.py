@@ -95,14 +95,12 @@ def drive(name: str, pipeline: int, batches: int) -> KeptTransport:
     """Run one workload in-process: the setup, then `batches` reads of `pipeline` copies
     of the request, one per turn of the event loop, whose callbacks (the replies' send)
     run after it as in the server. Returns the transport (the last batch's replies)."""
-    import uvloop
-
     from fakekey.config.settings import Config
-    from fakekey.net.server import Connection, new_state
+    from fakekey.net.server import Connection, new_state, new_event_loop
 
     setup, request = WORKLOADS[name]
     batch = request * pipeline
-    loop = uvloop.new_event_loop()
+    loop = new_event_loop()
     state = new_state(Config())
     transport = KeptTransport()
     connection = Connection(state)
