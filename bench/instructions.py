@@ -96,7 +96,7 @@ def drive(name: str, pipeline: int, batches: int) -> KeptTransport:
     of the request, one per turn of the event loop, whose callbacks (the replies' send)
     run after it as in the server. Returns the transport (the last batch's replies)."""
     from fakekey.config.settings import Config
-    from fakekey.net.server import Connection, new_state, new_event_loop
+    from fakekey.net.server import Connection, new_event_loop, new_state
 
     setup, request = WORKLOADS[name]
     batch = request * pipeline
