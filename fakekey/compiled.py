@@ -33,6 +33,8 @@ MODULES = (
     "fakekey.core.dirty",
     "fakekey.core.transactions",
     "fakekey.core.field_expiry",
+    "fakekey.core.sampled",
+    "fakekey.core.expiry",
     "fakekey.codecs.shebang",
     "fakekey.codecs.numbers",
     "fakekey.config.settings",

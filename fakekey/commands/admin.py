@@ -118,7 +118,8 @@ def swap_databases(first: Database, second: Database) -> None:
     """Exchange the data of two databases. Watches and waiters stay with their index, so
     watchers of a key present on either side are dirtied, and waiters whose key now has
     data are served after the command."""
-    for attr in ("data", "expires", "access", "numbers_as_text"):
+    for attr in ("data", "expires", "access", "numbers_as_text", "sampled_keys", "sampled_volatile",
+                 "field_ttl_keys", "sampled_field_ttls"):
         one, other = getattr(first, attr), getattr(second, attr)
         setattr(first, attr, other)
         setattr(second, attr, one)

@@ -76,6 +76,7 @@ def reset_statistics(state: ServerState) -> None:
     state.stats.clear()
     state.error_stats.clear()
     state.commands_processed = 0
+    state.expiry.reset_stats()
     for stats in state.command_stats:
         stats.reset()
 

@@ -454,7 +454,7 @@ def hexpire_generic(c: Client, argv: list[bytes], name: str, unit: int, relative
     if h is None:  # no key: every field answers NO_FIELD, nothing is written
         return results
     if SET_OK in results:  # the server's cron expires its fields from now on
-        c.db.track_field_ttls(h)
+        c.db.track_field_ttls(key)
     if DELETED_NOW in results:
         count_expired_fields(c.state, results.count(DELETED_NOW))
         store(c, key, h, False, "hexpired")
@@ -663,7 +663,7 @@ def hgetex(c: Client, argv: list[bytes]) -> Any:
     if changed and expired_now:
         count_expired_fields(c.state, changed)
     elif changed and when is not None:
-        c.db.track_field_ttls(h)
+        c.db.track_field_ttls(key)
     if changed:
         event = "hexpired" if expired_now else "hexpire" if when is not None else "hpersist"
         store(c, key, h, False, event)
@@ -702,7 +702,7 @@ def hsetex(c: Client, argv: list[bytes]) -> Any:
         if when is not None:
             for field in pairs[::2]:
                 h.set_ttl(field, when)
-                c.db.track_field_ttls(h)
+                c.db.track_field_ttls(key)
     store(c, key, h, is_new, *events)
     return 1
 

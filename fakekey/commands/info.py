@@ -275,10 +275,10 @@ def info_stats(state: ServerState) -> InfoLines:
     ]
     lines += [f"{name}:{stats[name]}" for name in _STAT_COUNTERS_TAIL]
     lines += [
-        "expired_stale_perc:0.00",
-        "expired_keys_with_volatile_items_stale_perc:0.00",
-        "expired_time_cap_reached_count:0",
-        "expire_cycle_cpu_milliseconds:0",
+        f"expired_stale_perc:{state.expiry.stale_perc * 100:.2f}",
+        f"expired_keys_with_volatile_items_stale_perc:{state.expiry.fields_stale_perc * 100:.2f}",
+        f"expired_time_cap_reached_count:{state.expiry.time_cap_reached}",
+        f"expire_cycle_cpu_milliseconds:{state.expiry.used_ns // 1_000_000}",
         f"evicted_keys:{stats['evicted_keys']}",
         "evicted_clients:0",
         f"evicted_scripts:{state.stats['evicted_scripts']}",

@@ -1,5 +1,6 @@
 """Hash fields past their own deadline (HEXPIRE & co.): reclaimed when a command touches
-their hash, and by the server's cron (`expire_hash_fields`) after the keys' own expiry."""
+their hash, and by the server's active expiry (`expire_fields_some`, fakekey/core/expiry.py)
+after the keys' own."""
 
 from __future__ import annotations
 
@@ -7,15 +8,20 @@ from typing import TYPE_CHECKING
 
 from fakekey.types.hash import HashValue
 
+# the most fields one hash loses in one step of active expiry: a hash with a million due
+# fields is emptied over several steps, not in one
+FIELDS_PER_HASH = 1000
+
 if TYPE_CHECKING:
     from fakekey.core.keyspace import Database
     from fakekey.core.state import ServerState
 
 
-def reclaim_fields(db: Database, key: bytes, h: HashValue, now: int) -> int:
-    """Delete the fields of `h` due at `now`, as Valkey's active expiry does (hexpired,
-    then del if the hash is left empty). Returns how many went."""
-    due = h.expire_fields(now)
+def reclaim_fields(db: Database, key: bytes, h: HashValue, now: int, limit: int = 0) -> int:
+    """Delete the fields of `h` due at `now` (at most `limit`, if given), as Valkey's
+    active expiry does (hexpired, then del if the hash is left empty). Returns how many
+    went."""
+    due = h.expire_fields(now, limit)
     if due:
         count_expired_fields(db.state, len(due))
         db.written(key, "hexpired", "h")  # the funnel deletes an emptied hash (del)
@@ -27,15 +33,31 @@ def count_expired_fields(state: ServerState, count: int) -> None:
     state.stats["expired_fields"] += count
 
 
-def expire_hash_fields(db: Database, now: int) -> int:
-    """Active expiry of hash fields in one database: the hook for the server's cron (and
-    for a clock that moved), to run after the keys' own expiry. Returns the number of
-    fields deleted."""
-    if not db.state.volatile_hashes.any_left():
-        return 0
-    key_deadlines = db.expires
-    volatile = [  # a key past its own deadline is left to the keys' expiry
-        (key, value) for key, value in db.data.items()
-        if type(value) is HashValue and value.ttls and key_deadlines.get(key, now) >= now
-    ]
-    return sum(reclaim_fields(db, key, h, now) for key, h in volatile)
+def expire_fields_some(db: Database, now: int, count: int) -> tuple[int, int]:
+    """Active expiry's step for fields: look at up to `count` hashes with field TTLs, the
+    next ones round the walk, and delete a bounded number of due fields from each. Returns
+    (hashes looked at, fields deleted). A key no longer holding a hash with field TTLs
+    leaves the set; a key past its own deadline is left to the keys' expiry."""
+    keys = db.field_ttl_keys
+    deleted = 0
+    looked = db.sampled_field_ttls.walk(keys, count)
+    for key in looked:
+        h = db.data.get(key)
+        if type(h) is not HashValue or not h.ttls:
+            keys.discard(key)
+            continue
+        if db.expires.get(key, now) >= now:
+            deleted += reclaim_fields(db, key, h, now, FIELDS_PER_HASH)
+    return len(looked), deleted
+
+
+def expire_all_fields(db: Database, now: int) -> int:
+    """Every due field of every hash (the clock was moved by hand): the number deleted."""
+    deleted = 0
+    for key in list(db.field_ttl_keys):
+        h = db.data.get(key)
+        if type(h) is not HashValue or not h.ttls:
+            db.field_ttl_keys.discard(key)
+        elif db.expires.get(key, now) >= now:
+            deleted += reclaim_fields(db, key, h, now)
+    return deleted

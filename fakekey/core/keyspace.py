@@ -11,11 +11,11 @@ emit the keyspace notification. Handlers call the funnel; they never do these th
 
 from __future__ import annotations
 
-import random
 from typing import TYPE_CHECKING, Any, Final
 
 import fakekey.memory.lfu as lfu
 from fakekey.codecs.errors import WRONGTYPE
+from fakekey.core.sampled import SampledKeys
 from fakekey.memory.lazyfree import lazy_setting, release
 from fakekey.types.hash import HashValue
 
@@ -37,7 +37,8 @@ class Database:
 
     __slots__ = (
         "state", "index", "data", "expires", "access", "watched", "waiting", "scan_order",
-        "numbers_as_text", "lfu", "lfu_touched",
+        "numbers_as_text", "lfu", "lfu_touched", "sampled_keys", "sampled_volatile",
+        "field_ttl_keys", "sampled_field_ttls",
     )
 
     def __init__(self, state: ServerState, index: int) -> None:
@@ -55,6 +56,13 @@ class Database:
         # key -> Valkey's packed LFU counter (fakekey/memory/lfu.py), kept under an LFU policy
         self.lfu: dict[bytes, int] = {}
         self.lfu_touched: tuple[bytes, int] | None = None  # (key, command) last counted
+        # the keys, and the keys with a deadline, to draw from (RANDOMKEY) and walk (active
+        # expiry) at O(1) a key: a dict has no random access (fakekey/core/sampled.py)
+        self.sampled_keys = SampledKeys()
+        self.sampled_volatile = SampledKeys()
+        # keys whose hash has (or had) field TTLs: active expiry walks them (core/expiry.py)
+        self.field_ttl_keys: set[bytes] = set()
+        self.sampled_field_ttls = SampledKeys()
 
     # --- reads -------------------------------------------------------------------------
 
@@ -134,8 +142,10 @@ class Database:
         elif old is not value and type(old) is not bytes:  # a replaced value is freed
             release(self.state, old, lazy_setting(self.state, "server-del"))
         self.data[key] = value
+        if old is None:
+            self.sampled_keys.added(key, self.data)
         if type(value) is HashValue and value.ttls:  # RESTORE, COPY: its fields expire here
-            self.track_field_ttls(value)
+            self.track_field_ttls(key)
         if self.numbers_as_text:
             self.numbers_as_text.discard(key)
         if not keep_ttl and self.expires:
@@ -143,9 +153,12 @@ class Database:
         self.access[key] = self.state.now
         self.written(key, event, klass)
 
-    def track_field_ttls(self, h: HashValue) -> None:
-        """A hash stored here has field TTLs: this server's cron must expire them."""
-        self.state.volatile_hashes.add(h.mark_volatile())
+    def track_field_ttls(self, key: bytes) -> None:
+        """The hash at `key` has field TTLs: active expiry must look at it."""
+        keys = self.field_ttl_keys
+        if key not in keys:
+            keys.add(key)
+            self.sampled_field_ttls.added(key, keys)
 
     def written(self, key: bytes, event: str | None = None, klass: str = "g") -> None:
         """After any change to `key`'s value: WATCH, readiness, notification, empties.
@@ -197,7 +210,23 @@ class Database:
         return True
 
     def set_expire(self, key: bytes, when_ms: int) -> None:
-        self.expires[key] = when_ms  # a dirty change counted by its command (fakekey/core/dirty.py)
+        expires = self.expires
+        new = key not in expires
+        expires[key] = when_ms  # a dirty change counted by its command (fakekey/core/dirty.py)
+        if new:
+            self.sampled_volatile.added(key, expires)
+
+    def load(self, key: bytes, value: Any, deadline: int, now: int) -> None:
+        """A key read from a snapshot at startup: stored as it was, announced to nobody."""
+        new = key not in self.data
+        self.data[key] = value
+        if new:
+            self.sampled_keys.added(key, self.data)
+        if type(value) is HashValue and value.ttls:
+            self.track_field_ttls(key)
+        self.access[key] = now
+        if deadline >= 0:
+            self.set_expire(key, deadline)
 
     def persist(self, key: bytes) -> bool:
         return self.expires.pop(key, None) is not None
@@ -213,6 +242,8 @@ class Database:
             self.lfu.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
+        if self.field_ttl_keys:
+            self.field_ttl_keys.discard(key)
 
     def _touch_watchers(self, key: bytes) -> None:
         """A watched key changed: its watchers' EXEC will abort. A key that was already
@@ -269,19 +300,26 @@ class Database:
         if self.state.tracking:  # after `expired`, as Valkey's deleteExpiredKeyAndPropagate
             self.state.tracking.invalidate(key)
 
-    def expire_due(self, now: int, budget: int | None = None) -> int:
-        """Active expiry: delete keys whose deadline passed (all, or a random sample)."""
+    def expire_due(self, now: int) -> int:
+        """Delete every key whose deadline passed (the clock was moved by hand)."""
         expires = self.expires
-        if not expires:
-            return 0
-        if budget is None or budget >= len(expires):
-            due = [k for k, when in expires.items() if now > when]
-        else:
-            sample = random.sample(list(expires), budget)
-            due = [k for k in sample if now > expires[k]]
+        due = [k for k, when in expires.items() if now > when] if expires else []
         for key in due:
             self.expire_now(key)
         return len(due)
+
+    def expire_some(self, now: int, count: int) -> tuple[int, int]:
+        """Active expiry's step: look at up to `count` keys with a deadline, the next ones
+        round the walk, and delete those past it. Returns (looked at, deleted)."""
+        expires = self.expires
+        keys = self.sampled_volatile.walk(expires, count)
+        expired = 0
+        for key in keys:
+            when = expires.get(key)
+            if when is not None and now > when:  # a key met twice in one step is gone
+                self.expire_now(key)
+                expired += 1
+        return len(keys), expired
 
     # --- whole database --------------------------------------------------------------------
 
@@ -296,12 +334,18 @@ class Database:
         self.access.clear()
         self.lfu.clear()
         self.numbers_as_text.clear()
+        self.sampled_keys.clear()
+        self.sampled_volatile.clear()
+        self.field_ttl_keys.clear()
+        self.sampled_field_ttls.clear()
         for key in gone:
             self.state.blocking.signal_deleted(self, key)
 
     def random_key(self) -> bytes | None:
         while self.data:
-            key = random.choice(list(self.data))
+            key = self.sampled_keys.draw(self.data)
+            if key is None:
+                return None
             if not self._expire_if_due(key):
                 return key
             if self.state.paused is not None:  # expired keys stay while paused

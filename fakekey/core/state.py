@@ -18,7 +18,8 @@ from fakekey.core.blocking import Blocking
 from fakekey.core.channels import PubSub, parse_notify_flags
 from fakekey.core.clock import Clock
 from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST, SETTINGS, SLOW, CommandLog
-from fakekey.core.field_expiry import expire_hash_fields
+from fakekey.core.expiry import ActiveExpiry
+from fakekey.core.field_expiry import expire_all_fields
 from fakekey.core.keyspace import Database
 from fakekey.core.monitor import (
     feed_monitors,
@@ -34,7 +35,6 @@ from fakekey.core.transactions import abort_exec
 from fakekey.core.users import Users
 from fakekey.memory.eviction import MemoryTracker, maxmemory_changed, refuses
 from fakekey.resp.replies import QUEUED, ReplyError
-from fakekey.types.field_ttls import VolatileHashes
 
 if TYPE_CHECKING:
     import asyncio
@@ -80,8 +80,6 @@ class ServerState:
         self._by_exact_name: dict[bytes, Command] = {}
         # INFO commandstats' counters, by Command.index
         self.command_stats: list[CommandStats] = self.registry.new_stats()
-        # hashes with field TTLs, which the cron's field expiry looks at (core/field_expiry.py)
-        self.volatile_hashes = VolatileHashes()
         self.commands_processed = 0
         self.dbs = [Database(self, i) for i in range(self.config["databases"])]
         self.clients: dict[int, Client] = {}
@@ -128,6 +126,7 @@ class ServerState:
         self.run_id = os.urandom(20).hex()
         self.replid = os.urandom(20).hex()  # INFO replication's master_replid
         self.active_expire = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cron's expiry off
+        self.expiry = ActiveExpiry(self)  # the cron's expiry of keys and fields (core/expiry.py)
         self.version = __version__
         self.valkey_version = VALKEY_VERSION
         self.shutdown_requested: asyncio.Future[None] | None = None  # SHUTDOWN asked (net/server.py)
@@ -309,28 +308,23 @@ class ServerState:
         if self.paused is not None:  # keys do not expire while clients are paused
             return 0
         removed = sum(db.expire_due(now) for db in self.dbs)
-        self._expire_fields(now)
+        for db in self.dbs:  # then the fields past their own deadline, as Valkey
+            expire_all_fields(db, now)
         return removed
 
-    def _expire_fields(self, now: int) -> None:
-        """Hash fields whose own deadline passed (after the keys' expiry, as Valkey)."""
-        for db in self.dbs:
-            expire_hash_fields(db, now)
-
-    def active_expire_cycle(self) -> None:
+    def active_expire_cycle(self, fast: bool = False) -> None:
+        """The cron's slow cycle, or (`fast`) the short one run between the loop's other
+        work while a backlog of expired keys remains (fakekey/core/expiry.py)."""
         if self.busy_script is not None:  # the busy script owns the data and the clock
             return
-        now = self.tick()
-        if self.paused is not None:  # keys do not expire while clients are paused
-            self.blocking.serve()
-            return
-        for db in self.dbs if self.active_expire else ():
-            if db.expires:
-                while db.expire_due(now, 20) > 5:
-                    pass
-        if self.active_expire:
-            self._expire_fields(now)
+        if self.paused is None and self.active_expire:  # keys do not expire while paused
+            self.expiry.cycle(fast)
+        else:
+            self.tick()
         self.blocking.serve()
+
+    def latency_sample(self, event: str, ms: int) -> None:
+        """LATENCY's monitor: an event that took `ms` (kept when past the threshold)."""
 
     # --- running commands --------------------------------------------------------------
 

@@ -317,8 +317,7 @@ def _decode_hash(r: Reader) -> HashValue:
         if ttl >= 0:
             h.ttls[field] = ttl
     h._next = len(h.fields) + 1
-    if h.ttls:
-        h.mark_volatile()
+    h.rebuild_deadlines()
     return h
 
 

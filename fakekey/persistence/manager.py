@@ -31,7 +31,6 @@ from fakekey.persistence.snapshot import (
     write_file_atomically,
     write_temp,
 )
-from fakekey.types.hash import HashValue
 
 if TYPE_CHECKING:
     from fakekey.core.state import ServerState
@@ -134,13 +133,7 @@ class Persistence:
             if drop_expired and 0 <= deadline < now:
                 self.keys_expired += 1  # expired keys are not resurrected
                 continue
-            db = state.dbs[index]
-            db.data[key] = value
-            if isinstance(value, HashValue) and value.ttls:
-                db.track_field_ttls(value)
-            db.access[key] = now
-            if deadline >= 0:
-                db.expires[key] = deadline
+            state.dbs[index].load(key, value, deadline, now)
             self.keys_loaded += 1
         return True
 

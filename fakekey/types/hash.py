@@ -14,7 +14,9 @@ insertion order.
 
 Field expiry. A field with a deadline (unix ms) is alive while `now <= deadline`, like a
 key. The commands layer purges due fields before every access (`expire_fields`), so no
-reply ever sees one; the server's active expiry calls the same method.
+reply ever sees one; the server's active expiry calls the same method. The deadlines are
+also kept in a heap, so that finding the due fields costs what is due, not the hash's size
+(an entry whose field lost or changed its deadline is dropped when it surfaces).
 
 Cursors. Every field carries an increasing sequence number (dict order = sequence
 order); HSCAN's cursor over a hashtable hash is a sequence number, so a full iteration
@@ -25,9 +27,8 @@ from __future__ import annotations
 
 import random
 from bisect import bisect_left
+from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING
-
-from fakekey.types.field_ttls import Standin
 
 if TYPE_CHECKING:
     from fakekey.types.value import Configured
@@ -40,7 +41,7 @@ class HashValue:
     """A hash of byte-string fields to byte-string values."""
 
     TYPE_NAME = "hash"
-    __slots__ = ("fields", "ttls", "hashtable", "_seq", "_next", "_scan_index", "_standin")
+    __slots__ = ("fields", "ttls", "hashtable", "_seq", "_next", "_scan_index", "_deadlines")
 
     def __init__(self) -> None:
         self.fields: dict[bytes, bytes] = {}  # field -> value, in iteration order
@@ -49,7 +50,7 @@ class HashValue:
         self._seq: dict[bytes, int] = {}  # field -> sequence number (cursor position)
         self._next = 1  # cursor 0 means "start", so sequence numbers start at 1
         self._scan_index: tuple[list[int], list[bytes]] | None = None
-        self._standin: Standin | None = None  # counts it among the hashes with field TTLs
+        self._deadlines: list[tuple[int, bytes]] = []  # a heap of (deadline, field)
 
     # --- reading ---------------------------------------------------------------------
 
@@ -78,8 +79,7 @@ class HashValue:
         twin.hashtable = self.hashtable
         twin._seq = dict(self._seq)
         twin._next = self._next
-        if twin.ttls:
-            twin.mark_volatile()
+        twin._deadlines = list(self._deadlines)
         return twin
 
     def random_fields(self, count: int) -> list[bytes]:
@@ -127,28 +127,37 @@ class HashValue:
         """Give an existing field a deadline; a hash with TTLs is a hashtable."""
         self.ttls[field] = deadline
         self.hashtable = True
-        self.mark_volatile()
+        heap = self._deadlines
+        heappush(heap, (deadline, field))
+        if len(heap) > 2 * len(self.ttls) + 16:  # mostly stale: rebuilt from the TTLs
+            self.rebuild_deadlines()
 
-    def mark_volatile(self) -> Standin:
-        """It has field TTLs: its stand-in, which the server storing it counts among the
-        hashes its cron's field expiry must look at (Database.track_field_ttls)."""
-        mark = self._standin
-        if mark is None:  # it shares `ttls`, which a hash keeps for life
-            mark = self._standin = Standin(self.ttls)
-        return mark
+    def rebuild_deadlines(self) -> None:
+        """The heap anew from `ttls` (after `ttls` was filled directly, as a loader does)."""
+        heap = [(deadline, field) for field, deadline in self.ttls.items()]
+        heapify(heap)
+        self._deadlines = heap
 
     def persist(self, field: bytes) -> bool:
         """Drop a field's TTL; False if it had none."""
         return self.ttls.pop(field, None) is not None
 
-    def expire_fields(self, now: int) -> list[bytes]:
-        """Active/lazy expiry: delete the fields whose deadline has passed, return them."""
+    def expire_fields(self, now: int, limit: int = 0) -> list[bytes]:
+        """Active/lazy expiry: delete the fields whose deadline has passed (at most `limit`
+        of them, if given), soonest first; return them."""
         ttls = self.ttls
+        heap = self._deadlines
         if not ttls:
+            heap.clear()
             return []
-        due = [f for f, deadline in ttls.items() if now > deadline]
-        for field in due:
-            self.delete(field)
+        due: list[bytes] = []
+        while heap and heap[0][0] < now:
+            deadline, field = heappop(heap)
+            if ttls.get(field) == deadline:  # else a deadline since changed or dropped
+                self.delete(field)
+                due.append(field)
+                if len(due) == limit:
+                    break
         return due
 
     # --- encoding conversions ----------------------------------------------------------
@@ -171,8 +180,6 @@ class HashValue:
 
     def settle_encoding(self, max_entries: int, max_value: int) -> None:
         """For a hash built whole (RESTORE, loading): the encoding its content needs."""
-        if self.ttls:
-            self.mark_volatile()
         if self.ttls or len(self.fields) > max_entries or any(
             len(f) > max_value or len(v) > max_value for f, v in self.fields.items()
         ):

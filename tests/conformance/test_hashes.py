@@ -9,7 +9,7 @@ import time
 import pytest
 
 from fakekey.core.client import Client
-from fakekey.core.field_expiry import expire_hash_fields
+from fakekey.core.field_expiry import expire_fields_some
 from fakekey.net.server import new_state
 
 WRONGTYPE = ("-", b"WRONGTYPE Operation against a key holding the wrong kind of value")
@@ -994,7 +994,7 @@ def run(state, client, *args):
 
 @pytest.mark.fakekey_only
 def test_active_expiry_hook_reclaims_fields_and_keys():
-    """What the server's cron calls (`expire_hash_fields`), driven directly."""
+    """Active expiry's step for fields (`expire_fields_some`), driven directly."""
     state = new_state()
     client = Client(state)
     events = []
@@ -1008,9 +1008,11 @@ def test_active_expiry_hook_reclaims_fields_and_keys():
     run(state, client, "HPEXPIRE", "g", "10", "FIELDS", "1", "a")
     db = state.dbs[0]
     events.clear()
-    assert expire_hash_fields(db, state.now + 10) == 0
-    assert expire_hash_fields(db, state.now + 11) == 2
+    assert expire_fields_some(db, state.now + 10, 20) == (2, 0)
+    assert expire_fields_some(db, state.now + 11, 20) == (2, 2)
     assert sorted(events) == [("g", "del", b"g"), ("h", "hexpired", b"g"), ("h", "hexpired", b"h")]
     assert list(db.data) == [b"h"] and list(db.data[b"h"].fields) == [b"b"]
     assert state.stats["expired_fields"] == 2
-    assert expire_hash_fields(db, state.now + 1000) == 0
+    # g went; h has no TTL left: met once more, then forgotten
+    assert expire_fields_some(db, state.now + 1000, 20) == (1, 0)
+    assert expire_fields_some(db, state.now + 1000, 20) == (0, 0)
