@@ -4,6 +4,7 @@ scripts."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -49,6 +50,8 @@ if TYPE_CHECKING:
 
 # the wall clock in ns, held as a constant: compiled code calls it without a dict lookup
 _time_ns: Final = time.time_ns
+
+log = logging.getLogger("fakekey.net.server")  # the server's log (fakekey/cli.py sets it up)
 
 NOAUTH = ReplyError("NOAUTH Authentication required.")
 SLOW_LOG_OFF = 1 << 62  # ns: no command runs this long
@@ -399,8 +402,10 @@ class ServerState:
         frozen = self.clock.frozen_us
         self.now = started // 1_000_000 if frozen is None else frozen // 1000
         self.current_client = client
-        reply = self.run_command(client, cmd, argv, started)
-        self.current_client = None
+        try:
+            reply = self.run_command(client, cmd, argv, started)
+        finally:
+            self.current_client = None
         if self.blocking.ready:
             self.blocking.serve()
         return reply
@@ -451,6 +456,9 @@ class ServerState:
             err.__traceback__ = None
             stats.failed_calls += 1
             reply = self._count_error(err)
+        except Exception as err:  # noqa: BLE001 - a defect: the client still gets an answer
+            stats.failed_calls += 1
+            reply = self._count_error(internal_error(cmd, err))
         elapsed = _time_ns() - started  # the wall clock: a step back shortens one duration
         stats.ns += elapsed
         if elapsed >= self.slow_ns and "skip_commandlog" not in cmd.flags and client.blocked is None:
@@ -509,6 +517,16 @@ class ServerState:
     def notify(self, db: Database, klass: str, event: str, key: bytes) -> None:
         """A keyspace notification (callers check `notify_flags` first: it is cheap)."""
         self.pubsub.notify(db, klass, event, key)
+
+
+def internal_error(cmd: Command, err: Exception) -> ReplyError:
+    """An unexpected exception in a handler: logged with its traceback, answered as an
+    error on one line; the connection and the server go on."""
+    log.error("internal error running %r", cmd.name, exc_info=err)
+    err.__traceback__ = None  # the frames hold the request's arguments
+    detail = str(err).replace("\r", " ").replace("\n", " ")[:128]
+    return ReplyError(f"ERR internal error running '{cmd.name}': {type(err).__name__}"
+                      + (f" ({detail})" if detail else ""))
 
 
 def error_code(message: bytes) -> str:

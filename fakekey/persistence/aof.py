@@ -201,12 +201,22 @@ class AppendLog:
         mark = len(self.group)
         self.depth += 1
         reply: Any = None
+        broke = False
         try:
             reply = cmd.handler(client, argv)
             return reply
+        except ReplyError:
+            raise
+        except Exception:
+            broke = True
+            raise
         finally:
             self.depth -= 1
-            if state.dirty > before and len(self.group) == mark and cmd.name not in NOT_LOGGED \
+            if broke and state.dirty > before and len(self.group) == mark:
+                # a handler that broke half way: its keys are logged as they are now
+                for pos in cmd.key_positions(argv):
+                    self.group.append(value_record(client.db, state.now, argv[pos]))
+            elif state.dirty > before and len(self.group) == mark and cmd.name not in NOT_LOGGED \
                     and reply is not NO_REPLY:
                 self._record_command(client, cmd, argv, reply)
             elif "write" in cmd.flags and len(self.group) == mark and reply is not None \
@@ -360,7 +370,7 @@ class Replayer:
                 deadline = r.i64()
                 db.set_value(key, decode_value(r))
                 if deadline >= 0:
-                    db.expires[key] = deadline
+                    db.set_expire(key, deadline)
             else:
                 db.delete(key)
         elif op == OP_EXPIRED:
