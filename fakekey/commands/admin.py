@@ -60,10 +60,10 @@ def parse_flush_mode(c: Client, argv: list[bytes]) -> bool:
     return lazy_setting(c.state, "user-flush")
 
 
-def flush_database(db: Database) -> int:
+def flush_database(db: Database, lazy: bool) -> int:
     """Empty one database; watchers of its keys become dirty. Returns the keys removed."""
     removed = len(db)
-    db.flush()
+    db.flush(lazy)
     return removed
 
 
@@ -73,7 +73,7 @@ def flush_database(db: Database) -> int:
          summary="Deletes every key of the selected database.")
 def flushdb(c: Client, argv: list[bytes]) -> Any:
     lazy = parse_flush_mode(c, argv)
-    removed = flush_database(c.db)
+    removed = flush_database(c.db, lazy)
     c.state.dirty += removed
     if c.state.tracking:  # every tracking client: all keys invalid (fakekey/core/tracking.py)
         c.state.tracking.flushed()
@@ -88,7 +88,7 @@ def flushdb(c: Client, argv: list[bytes]) -> Any:
          summary="Deletes every key of every database.")
 def flushall(c: Client, argv: list[bytes]) -> Any:
     lazy = parse_flush_mode(c, argv)
-    removed = sum(flush_database(db) for db in c.state.dbs)
+    removed = sum(flush_database(db, lazy) for db in c.state.dbs)
     c.state.dirty += removed
     if c.state.tracking:
         c.state.tracking.flushed()

@@ -201,7 +201,7 @@ def info_memory(state: ServerState) -> InfoLines:
         "mem_allocator:python",
         "mem_overhead_db_hashtable_rehashing:0",
         "active_defrag_running:0",
-        "lazyfree_pending_objects:0",
+        f"lazyfree_pending_objects:{state.reclaimer.pending}",
         f"lazyfreed_objects:{state.stats[LAZYFREED]}",
     ]
 

@@ -323,20 +323,28 @@ class Database:
 
     # --- whole database --------------------------------------------------------------------
 
-    def flush(self) -> None:
+    def flush(self, lazy: bool = False) -> None:
+        """Drop every key; `lazy`: the old tables are freed in slices between loop turns
+        (fakekey/memory/lazyfree.py), as Valkey frees them in the background."""
         self.touch_all_watchers()
         # waiters that care about deletion (XREADGROUP) are told, as for DEL
         gone = [key for key in self.waiting if key in self.data] if self.waiting else []
-        if self.state.memory is not None:
-            self.state.memory.flushed(self)
-        self.data.clear()
-        self.expires.clear()
-        self.access.clear()
-        self.lfu.clear()
-        self.numbers_as_text.clear()
+        table = self.state.memory.flushed(self) if self.state.memory is not None else None
+        if lazy:
+            self.state.reclaimer.hand(
+                self.data, len(self.data), self.expires, self.access, self.lfu,
+                self.numbers_as_text, self.field_ttl_keys, table)
+            self.data, self.expires, self.access, self.lfu = {}, {}, {}, {}
+            self.numbers_as_text, self.field_ttl_keys = set(), set()
+        else:
+            self.data.clear()
+            self.expires.clear()
+            self.access.clear()
+            self.lfu.clear()
+            self.numbers_as_text.clear()
+            self.field_ttl_keys.clear()
         self.sampled_keys.clear()
         self.sampled_volatile.clear()
-        self.field_ttl_keys.clear()
         self.sampled_field_ttls.clear()
         for key in gone:
             self.state.blocking.signal_deleted(self, key)

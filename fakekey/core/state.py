@@ -35,6 +35,7 @@ from fakekey.core.tracking import Tracking
 from fakekey.core.transactions import abort_exec
 from fakekey.core.users import Users
 from fakekey.memory.eviction import MemoryTracker, maxmemory_changed, refuses
+from fakekey.memory.lazyfree import Reclaimer
 from fakekey.resp.replies import QUEUED, ReplyError
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ class ServerState:
         self.replid = os.urandom(20).hex()  # INFO replication's master_replid
         self.active_expire = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cron's expiry off
         self.expiry = ActiveExpiry(self)  # the cron's expiry of keys and fields (core/expiry.py)
+        self.reclaimer = Reclaimer(self)  # frees big values in slices (fakekey/memory/lazyfree.py)
         self.version = __version__
         self.valkey_version = VALKEY_VERSION
         self.shutdown_requested: asyncio.Future[None] | None = None  # SHUTDOWN asked (net/server.py)

@@ -127,10 +127,12 @@ class MemoryTracker:
     def removed(self, db: Database, key: bytes) -> None:
         self.used -= self.table(db).drop(key)
 
-    def flushed(self, db: Database) -> None:
+    def flushed(self, db: Database) -> KeyTable | None:
+        """`db` is being emptied: its table leaves the count (returned, to be freed)."""
         table = self.tables.pop(id(db.data), None)
         if table is not None:
             self.used -= sum(table.sizes.values())
+        return table
 
 
 def used_memory(state: ServerState) -> int:
