@@ -14,6 +14,7 @@ from fakekey.core.client import Client
 from fakekey.core.keyspace import Database
 from fakekey.core.registry import command
 from fakekey.memory import estimate as memory_estimate
+from fakekey.memory.eviction import eviction_exceeded_ms
 from fakekey.memory.lazyfree import STAT as LAZYFREED
 from fakekey.resp.replies import Verbatim
 
@@ -282,8 +283,8 @@ def info_stats(state: ServerState) -> InfoLines:
         f"evicted_keys:{stats['evicted_keys']}",
         "evicted_clients:0",
         f"evicted_scripts:{state.stats['evicted_scripts']}",
-        "total_eviction_exceeded_time:0",
-        "current_eviction_exceeded_time:0",
+        f"total_eviction_exceeded_time:{eviction_exceeded_ms(state, total=True)}",
+        f"current_eviction_exceeded_time:{eviction_exceeded_ms(state, total=False)}",
         f"keyspace_hits:{stats['keyspace_hits']}",
         f"keyspace_misses:{stats['keyspace_misses']}",
         f"pubsub_channels:{len(channels)}",

@@ -112,6 +112,9 @@ class ServerState:
         self.pre_command_oom = False  # out of memory as the running command began (scripts)
         self.eviction_pool: list[tuple[int, int, bytes]] = []
         self.next_eviction_db = 0
+        self.evicting = False  # eviction goes on between loop turns (memory/eviction.py)
+        self.eviction_exceeded_at = 0  # perf_counter ns since memory is over maxmemory, or 0
+        self.eviction_exceeded_us = 0  # INFO total_eviction_exceeded_time, before the current
         self.blocking = Blocking(self)
         self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
         self.scripts: EvalScripts | None = None  # the EVAL engine (scripting/scripts.py), made on first use

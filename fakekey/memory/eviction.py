@@ -4,7 +4,9 @@ While maxmemory is set, `MemoryTracker` keeps the keyspace's estimated bytes up 
 the write funnel (fakekey/core/keyspace.py) tells it each key that changed or went, and it
 re-estimates that key alone (fakekey/memory/estimate.py, a few elements sampled), so the check
 before a command is one comparison, never a walk of the keyspace. With maxmemory 0 there
-is no tracker and the funnel pays one attribute test.
+is no tracker and the funnel pays one attribute test. When maxmemory is set on a big
+keyspace, the keys already there are counted a slice at a time between loop turns; until
+they all are, the estimate is short of them.
 
 Before a command runs (`ServerState.call`), `make_room` compares the estimate (plus the
 server's own startup memory) with maxmemory; over it, the policy evicts keys until the
@@ -22,8 +24,9 @@ OBJECT FREQ shows (its initial value decayed by idle time), which orders keys as
 from __future__ import annotations
 
 import random
+import time
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 import fakekey.memory.lfu as lfu
 from fakekey.codecs.shebang import parse_shebang
@@ -40,6 +43,9 @@ if TYPE_CHECKING:
 OOM = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
 STARTUP_MEMORY = 1024 * 1024  # the server's own, as INFO memory reports it (admin.py)
 POOL_SIZE = 16  # Valkey's EVPOOL_SIZE
+_perf_counter_ns: Final = time.perf_counter_ns
+FIRST_COUNT_NS = 20_000_000  # what CONFIG SET maxmemory counts at once before going on in slices
+COUNT_SLICE_NS = 1_000_000
 # A script with a shebang declaring one of these may run out of memory (scriptFlagsToCmdFlags).
 OOM_ALLOWING_FLAGS = frozenset({"no-writes", "allow-oom"})
 SCRIPT_COMMANDS = frozenset({"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"})
@@ -92,9 +98,33 @@ class MemoryTracker:
         # per database, by the identity of its data dict (SWAPDB exchanges the dicts)
         self.tables: dict[int, KeyTable] = {}
         self.used = 0
-        for db in state.dbs:
-            for key in db.data:
-                self.changed(db, key)
+        # the keys present when tracking began, estimated a slice at a time: a keyspace
+        # of millions is counted between loop turns, not in one (`count_existing`)
+        self.uncounted: list[tuple[Database, dict[bytes, Any], list[bytes]]] = [
+            (db, db.data, list(db.data)) for db in state.dbs if db.data]
+        self.count_existing(_perf_counter_ns() + FIRST_COUNT_NS)
+
+    def count_existing(self, deadline: int) -> None:
+        """Estimate the keys not counted yet until the deadline; then again on the next
+        loop turn until none is left (at once when no loop runs this server)."""
+        loop = self.state.running_loop()
+        uncounted = self.uncounted
+        while uncounted:
+            db, data, keys = uncounted[-1]
+            owner = db if db.data is data else next((d for d in self.state.dbs if d.data is data), None)
+            for _ in range(min(len(keys), 256)):
+                key = keys.pop()
+                if owner is not None and key in data and key not in self.table(owner).sizes:
+                    self.changed(owner, key)
+            if not keys:
+                uncounted.pop()
+            if loop is not None and _perf_counter_ns() > deadline:
+                loop.call_soon(self._count_more)
+                return
+
+    def _count_more(self) -> None:
+        if self.state.memory is self:  # maxmemory still set
+            self.count_existing(_perf_counter_ns() + COUNT_SLICE_NS)
 
     def table(self, db: Database) -> KeyTable:
         table = self.tables.get(id(db.data))
@@ -198,23 +228,84 @@ def script_denies_oom(state: ServerState, name: str, argv: list[bytes]) -> bool:
 
 
 def make_room(state: ServerState) -> bool:
-    """Evict until the estimate fits maxmemory; False when it cannot (performEvictions)."""
+    """Evict until the estimate fits maxmemory, for at most the time maxmemory-eviction-
+    tenacity allows; past it, eviction goes on between loop turns (Valkey's
+    evictionTimeProc) and the command runs meanwhile. False when nothing more can be
+    evicted (performEvictions' EVICT_FAIL)."""
     if state.paused is not None:  # CLIENT PAUSE stops eviction: as if it fit (Valkey's)
         return True
     limit = state.maxmemory
     if used_memory(state) <= limit:
+        eviction_ended(state)
         return True
     policy = state.config["maxmemory-policy"]
     if policy == "noeviction":
+        eviction_exceeded(state)
         return False
     tracker = state.memory
     assert tracker is not None
+    started = _perf_counter_ns()
+    deadline = started + eviction_time_limit_ns(state.config["maxmemory-eviction-tenacity"])
+    evicted = 0
+    fits = True
     while STARTUP_MEMORY + tracker.used > limit:
         picked = pick_random(state, policy) if policy.endswith("-random") else pick_best(state, policy)
         if picked is None:
-            return False
+            fits = False
+            break
         evict(state, *picked)
-    return True
+        evicted += 1
+        if evicted % 16 == 0 and _perf_counter_ns() > deadline:
+            evict_later(state)
+            break
+    state.latency_sample("eviction-cycle", (_perf_counter_ns() - started) // 1_000_000)
+    if STARTUP_MEMORY + tracker.used <= limit:
+        eviction_ended(state)
+    else:
+        eviction_exceeded(state)
+    return fits
+
+
+def eviction_time_limit_ns(tenacity: int) -> int:
+    """Valkey's evictionTimeLimitUs: 50 us per step up to 10, then 15% more a step; none at 100."""
+    if tenacity <= 10:
+        return 50_000 * tenacity
+    if tenacity < 100:
+        return int(500.0 * 1.15 ** (tenacity - 10.0)) * 1000
+    return 1 << 62
+
+
+def evict_later(state: ServerState) -> None:
+    """Go on evicting between loop turns until the estimate fits (evictionTimeProc)."""
+    loop = state.running_loop()
+    if loop is None or state.evicting:
+        return
+    state.evicting = True
+
+    def go_on() -> None:
+        state.evicting = False
+        if state.maxmemory and state.memory is not None and state.busy_script is None:
+            make_room(state)
+
+    loop.call_soon(go_on)
+
+
+def eviction_exceeded(state: ServerState) -> None:
+    """INFO's current_eviction_exceeded_time: since when memory has stayed over the limit."""
+    if not state.eviction_exceeded_at:
+        state.eviction_exceeded_at = _perf_counter_ns()
+
+
+def eviction_exceeded_ms(state: ServerState, total: bool) -> int:
+    """INFO's total_ / current_eviction_exceeded_time, in ms."""
+    current = (_perf_counter_ns() - state.eviction_exceeded_at) // 1000 if state.eviction_exceeded_at else 0
+    return ((state.eviction_exceeded_us if total else 0) + current) // 1000
+
+
+def eviction_ended(state: ServerState) -> None:
+    if state.eviction_exceeded_at:
+        state.eviction_exceeded_us += (_perf_counter_ns() - state.eviction_exceeded_at) // 1000
+        state.eviction_exceeded_at = 0
 
 
 def pick_random(state: ServerState, policy: str) -> tuple[Database, bytes] | None:
