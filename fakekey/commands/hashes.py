@@ -25,7 +25,7 @@ from fakekey.commands.args import (
     wrong_args,
 )
 from fakekey.commands.picks import PickChunk, draws, repeated_picks
-from fakekey.commands.scan import parse_cursor, parse_scan_options
+from fakekey.commands.scan import at_start, bucket_page, hash_order, parse_cursor, parse_scan_options
 from fakekey.core.client import Client
 from fakekey.core.dirty import FIELD_PAIRS, INTEGER_REPLY
 from fakekey.core.field_expiry import count_expired_fields, reclaim_fields
@@ -369,7 +369,10 @@ def hscan(c: Client, argv: list[bytes]) -> Any:
         return [b"0", []]
     options = parse_scan_options(argv, 3, "hash")
     if h.hashtable:
-        cursor, fields = h.scan(cursor, options.count)
+        order = h.scan_order
+        if order is None or at_start(cursor, len(h)):
+            order = h.scan_order = hash_order(h.fields)
+        cursor, fields = bucket_page(order, cursor, len(h), options.count, h.fields.__contains__)
     else:
         cursor, fields = 0, list(h.fields)  # a listpack is answered in one go
     if options.matches is not None:

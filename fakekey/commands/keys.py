@@ -18,7 +18,7 @@ from fakekey.commands.args import (
     parse_int,
     try_int,
 )
-from fakekey.commands.scan import hash_order, hash_order_page, parse_cursor, parse_scan_options
+from fakekey.commands.scan import at_start, bucket_page, hash_order, parse_cursor, parse_scan_options
 from fakekey.core.client import Client
 from fakekey.core.dirty import INTEGER_REPLY, ONE_IF_WRITTEN
 from fakekey.core.keyspace import STRING_TYPES, Database, type_name
@@ -305,7 +305,7 @@ def keys_(c: Client, argv: list[bytes]) -> Any:
 
 
 def scan_order(db: Database, restart: bool) -> list[bytes]:
-    """The keys in scan order, rebuilt at each new iteration (cursor 0) or when the data
+    """The keys in scan order, rebuilt at each new iteration (at bucket 0) or when the data
     changed identity (SWAPDB). A cached order may hold deleted keys (skipped when met)
     and miss keys added since: SCAN may or may not return those; but every key present
     when an iteration began is in every order built since, at a stable position."""
@@ -319,9 +319,11 @@ def scan_order(db: Database, restart: bool) -> list[bytes]:
 def scan_page(
     db: Database, cursor: int, count: int, matches: Matcher | None, kind: bytes | None
 ) -> tuple[int, list[bytes]]:
-    """One SCAN call: visit up to `count` live keys from `cursor` on (db.exists skips
-    keys deleted since and expires due ones on the way), then filter them."""
-    next_cursor, visited = hash_order_page(scan_order(db, cursor == 0), cursor, count, db.exists)
+    """One SCAN call: visit whole buckets from `cursor`'s on until `count` live keys are
+    visited (db.exists skips keys deleted since and expires due ones on the way), then
+    filter them."""
+    order = scan_order(db, at_start(cursor, len(db.data)))
+    next_cursor, visited = bucket_page(order, cursor, len(db.data), count, db.exists)
     found = [
         key for key in visited
         if (matches is None or matches(key))

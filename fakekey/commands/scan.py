@@ -18,46 +18,76 @@ NOSCORES_ONLY_ZSCAN = ReplyError("ERR NOSCORES option can only be used in ZSCAN"
 SCAN_TYPES = frozenset((b"string", b"list", b"set", b"zset", b"hash", b"stream"))
 U64 = 2**64 - 1
 
-# SCAN and ZSCAN visit items in the order of their (per-process stable) hash, and a
-# cursor is the position of the next item to visit. Positions keep 52 bits of the hash
-# so that every cursor is exact in a double: Lua scripts and JavaScript clients keep
-# cursors as numbers, and a rounded cursor would skip items.
-CURSOR_MASK = 2**52 - 1
+# SCAN, SSCAN and ZSCAN walk a table as Valkey's hashtable does, and hand out its cursors.
+# An item's position is its 64-bit hash (Python caches the hash of bytes); a table of 2**B
+# buckets splits positions by their top B bits, and the buckets are visited in increasing
+# order. The cursor naming bucket b is b's B bits reversed, Valkey's reverse-binary cursor:
+# it stays below the table's size, and means the same place when B grows between two
+# calls, an earlier one (items seen again, never missed) when B shrinks.
+HASH_OFFSET = 2**63  # hash() is signed: this makes positions 0 .. 2**64-1, in hash order
+POSITION_BITS = 64
+ENTRIES_PER_BUCKET = 7  # Valkey's hashtable: 7 entries to a 64-byte bucket
 
 
-def scan_position(item: bytes) -> int:
-    """An item's place in SCAN/ZSCAN order, and the cursor that resumes at it."""
-    return hash(item) & CURSOR_MASK
+def table_bits(size: int) -> int:
+    """B for a table of `size` items: the bucket count of Valkey's table grown to that
+    size, the fewest power of two whose buckets of 7 hold every item."""
+    buckets = max(1, -(-size // ENTRIES_PER_BUCKET))
+    return (buckets - 1).bit_length()
+
+
+def reverse_bits(value: int, bits: int) -> int:
+    """`value`'s low `bits` bits in reverse order."""
+    return int(format(value, "0%db" % bits)[::-1], 2) if bits else 0
+
+
+def at_start(cursor: int, size: int) -> bool:
+    """Whether `cursor` names bucket 0 of a `size`-item table (Valkey masks it): an
+    iteration begins there, so its order is built anew."""
+    return cursor & ((1 << table_bits(size)) - 1) == 0
 
 
 def hash_order(items: Any) -> list[bytes]:
-    """`items` sorted by scan position: the order an iteration walks."""
-    return sorted(items, key=scan_position)
+    """`items` sorted by position: the order an iteration walks, bucket after bucket."""
+    return sorted(items, key=hash)
 
 
-def hash_order_page(
-    order: list[bytes], cursor: int, count: int, alive: Callable[[bytes], bool]
+def bucket_page(
+    order: list[bytes], cursor: int, size: int, count: int, alive: Callable[[bytes], bool]
 ) -> tuple[int, list[bytes]]:
-    """Visit up to `count` live items of `order` from `cursor` on; answer the cursor of
-    the first item not visited (0 at the end) and the live items visited.
+    """Visit the buckets of a `size`-item table from `cursor`'s on, whole, until `count`
+    live items of `order` are visited; answer the next bucket's cursor (0 at the end) and
+    the live items visited.
 
-    An order built at any time holds every item present since then at the same
-    position, so an item present for a whole iteration is visited whatever came and went.
-    Items sharing a position are visited in one call, never split across two. A cursor
-    handed out is never 0: it is greater than the position of an item just visited."""
-    size = len(order)
-    i = bisect_left(order, cursor, key=scan_position)
+    An order built at any time holds every item present since then at the same position,
+    so an item present for a whole iteration is visited whatever came and went. A call
+    starts at or before the place the last one handed out (B shrank: a bucket holding it)
+    and ends past it, whatever B is, so the calls cover every position and an iteration
+    ends. A cursor past the table's size is masked, as Valkey masks it. A cursor handed
+    out is never 0: bucket 0 is behind it."""
+    bits = table_bits(size)
+    shift = POSITION_BITS - bits
+    start = reverse_bits(cursor & ((1 << bits) - 1), bits) << shift
+    end = len(order)
+    i = bisect_left(order, start - HASH_OFFSET, key=hash)
     visited: list[bytes] = []
-    while i < size and len(visited) < count:
+    while i < end and len(visited) < count:
         item = order[i]
         i += 1
         if alive(item):
             visited.append(item)
-    while i < size and scan_position(order[i]) == scan_position(order[i - 1]):
-        if alive(order[i]):
-            visited.append(order[i])
-        i += 1
-    return (scan_position(order[i]) if i < size else 0), visited
+    if i < end:  # the rest of the last item's bucket (count >= 1: there was one)
+        last = bucket_of(order[i - 1], shift)
+        while i < end and bucket_of(order[i], shift) == last:
+            if alive(order[i]):
+                visited.append(order[i])
+            i += 1
+    return (reverse_bits(bucket_of(order[i], shift), bits) if i < end else 0), visited
+
+
+def bucket_of(item: bytes, shift: int) -> int:
+    """The bucket holding `item` in a table of 2**(64 - shift) buckets."""
+    return (hash(item) + HASH_OFFSET) >> shift
 
 
 def parse_cursor(raw: bytes) -> int:

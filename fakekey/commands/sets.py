@@ -13,7 +13,7 @@ from typing import Any
 
 from fakekey.commands.args import LLONG_MIN, SYNTAX, WRONGTYPE, parse_int, try_int
 from fakekey.commands.picks import draws, repeated_picks
-from fakekey.commands.scan import parse_cursor, parse_scan_options
+from fakekey.commands.scan import at_start, bucket_page, hash_order, parse_cursor, parse_scan_options
 from fakekey.core.client import Client
 from fakekey.core.dirty import INTEGER_REPLY, POPPED
 from fakekey.core.registry import command, keys_numkeys, keys_range
@@ -477,6 +477,16 @@ def sdiffstore(c: Client, argv: list[bytes]) -> Any:
 # --- SSCAN ---------------------------------------------------------------------------------
 
 
+def scan_page(s: SetValue, cursor: int, count: int) -> tuple[int, list[bytes]]:
+    """A hashtable set is visited a bucket at a time, `count` members or more a call
+    (commands/scan.py), in an order fixed when an iteration starts (at bucket 0), as
+    ZSCAN's."""
+    order = s.scan_order
+    if order is None or at_start(cursor, len(s)):
+        order = s.scan_order = hash_order(s.ordered())
+    return bucket_page(order, cursor, len(s), count, s.__contains__)
+
+
 @command("sscan", -3, "readonly", keys=keys_range(1, flags="RO access"), acl="set", group=G,
          since="2.8.0",
          complexity="O(1) for every call. O(N) for a complete iteration, including enough "
@@ -493,7 +503,7 @@ def sscan(c: Client, argv: list[bytes]) -> Any:
     if s.enc == INTSET or s.enc == LISTPACK:
         cursor, members = 0, s.ordered()  # a compact encoding is answered in one go
     else:
-        cursor, members = s.scan(cursor, options.count)
+        cursor, members = scan_page(s, cursor, options.count)
     if options.matches is not None:
         members = [m for m in members if options.matches(m)]
     return [str(cursor).encode(), list(members)]

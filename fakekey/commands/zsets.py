@@ -23,7 +23,7 @@ from fakekey.commands.args import (
     wrong_args,
 )
 from fakekey.commands.picks import PickChunk, draws, repeated_picks
-from fakekey.commands.scan import hash_order, hash_order_page, parse_cursor, parse_scan_options
+from fakekey.commands.scan import at_start, bucket_page, hash_order, parse_cursor, parse_scan_options
 from fakekey.core.client import Client
 from fakekey.core.dirty import ELEMENTS_CHANGED, INTEGER_REPLY, POPPED_MANY
 from fakekey.core.registry import command, keys_numkeys, keys_range
@@ -1072,13 +1072,14 @@ def zintercard(c: Client, argv: list[bytes]) -> Any:
 
 
 def scan_page(zs: ZSet, cursor: int, count: int) -> tuple[int, list[bytes]]:
-    """A skiplist-encoded set is visited in scan order, `count` members a call. The
-    order is fixed when an iteration starts (cursor 0): members removed since are
-    skipped, members added since may be missed, every other member comes exactly once."""
+    """A skiplist-encoded set is visited a bucket at a time, `count` members or more a
+    call (commands/scan.py). The order is fixed when an iteration starts (at bucket 0):
+    members removed since are skipped, members added since may be missed, every other
+    member comes at least once."""
     order = zs.scan_order
-    if cursor == 0 or order is None:
+    if order is None or at_start(cursor, len(zs.scores)):
         order = zs.scan_order = hash_order(zs.scores)
-    return hash_order_page(order, cursor, count, zs.scores.__contains__)
+    return bucket_page(order, cursor, len(zs.scores), count, zs.scores.__contains__)
 
 
 @command("zscan", -3, "readonly", keys=_READ_KEY, acl=ACL, group=G, since="2.8.0",

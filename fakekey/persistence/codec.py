@@ -309,14 +309,12 @@ def decode_value(r: Reader) -> Any:
 def _decode_hash(r: Reader) -> HashValue:
     h = HashValue()
     h.hashtable = bool(r.u8())
-    for i in range(r.count()):
+    for _ in range(r.count()):
         field = r.blob()
         h.fields[field] = r.blob()
-        h._seq[field] = i + 1
         ttl = r.i64()
         if ttl >= 0:
             h.ttls[field] = ttl
-    h._next = len(h.fields) + 1
     h.rebuild_deadlines()
     return h
 

@@ -18,15 +18,13 @@ reply ever sees one; the server's active expiry calls the same method. The deadl
 also kept in a heap, so that finding the due fields costs what is due, not the hash's size
 (an entry whose field lost or changed its deadline is dropped when it surfaces).
 
-Cursors. Every field carries an increasing sequence number (dict order = sequence
-order); HSCAN's cursor over a hashtable hash is a sequence number, so a full iteration
-returns every field present throughout it, whatever changes meanwhile.
+Cursors. HSCAN walks a hashtable hash as SCAN walks the keys (fakekey/commands/scan.py),
+in an order kept in `scan_order` for an iteration.
 """
 
 from __future__ import annotations
 
 import random
-from bisect import bisect_left
 from heapq import heapify, heappop, heappush
 from typing import TYPE_CHECKING
 
@@ -41,15 +39,13 @@ class HashValue:
     """A hash of byte-string fields to byte-string values."""
 
     TYPE_NAME = "hash"
-    __slots__ = ("fields", "ttls", "hashtable", "_seq", "_next", "_scan_index", "_deadlines")
+    __slots__ = ("fields", "ttls", "hashtable", "scan_order", "_deadlines")
 
     def __init__(self) -> None:
         self.fields: dict[bytes, bytes] = {}  # field -> value, in iteration order
         self.ttls: dict[bytes, int] = {}  # field -> deadline (unix ms), volatile fields only
         self.hashtable = False  # the one-way listpack -> hashtable conversion happened
-        self._seq: dict[bytes, int] = {}  # field -> sequence number (cursor position)
-        self._next = 1  # cursor 0 means "start", so sequence numbers start at 1
-        self._scan_index: tuple[list[int], list[bytes]] | None = None
+        self.scan_order: list[bytes] | None = None  # HSCAN's field order, per iteration
         self._deadlines: list[tuple[int, bytes]] = []  # a heap of (deadline, field)
 
     # --- reading ---------------------------------------------------------------------
@@ -77,8 +73,6 @@ class HashValue:
         twin.fields = dict(self.fields)
         twin.ttls = dict(self.ttls)
         twin.hashtable = self.hashtable
-        twin._seq = dict(self._seq)
-        twin._next = self._next
         twin._deadlines = list(self._deadlines)
         return twin
 
@@ -89,16 +83,6 @@ class HashValue:
         picked = sorted(random.sample(range(len(order)), count))
         return [order[i] for i in picked]
 
-    def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
-        """Up to `count` fields from `cursor` on, and the cursor to go on from (0: done)."""
-        if self._scan_index is None:
-            self._scan_index = (list(self._seq.values()), list(self._seq))
-        seqs, names = self._scan_index
-        start = bisect_left(seqs, cursor)
-        end = start + count
-        found = names[start:end]
-        return (seqs[end] if end < len(seqs) else 0), found
-
     # --- writing ---------------------------------------------------------------------
 
     def set(self, field: bytes, value: bytes, keep_ttl: bool = False) -> bool:
@@ -106,19 +90,13 @@ class HashValue:
         fields = self.fields
         created = field not in fields
         fields[field] = value
-        if created:
-            self._seq[field] = self._next
-            self._next += 1
-            self._scan_index = None
-        elif not keep_ttl and self.ttls:
+        if not created and not keep_ttl and self.ttls:
             self.ttls.pop(field, None)
         return created
 
     def delete(self, field: bytes) -> bool:
         if self.fields.pop(field, None) is None:
             return False
-        del self._seq[field]
-        self._scan_index = None
         if self.ttls:
             self.ttls.pop(field, None)
         return True

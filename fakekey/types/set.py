@@ -11,14 +11,14 @@ ENCODING and the member order match:
 - listpack: members iterate in insertion order (removals keep the others' order);
 - hashtable: Valkey's order is unspecified; here it stays insertion order.
 
-Members carry an increasing sequence number. SSCAN's cursor is a sequence number, so a
-full iteration returns every member present throughout it, whatever happens meanwhile.
+Members carry an increasing sequence number (their insertion order, and a log random
+picks draw from). SSCAN walks a hashtable set as SCAN walks the keys (commands/scan.py),
+in an order it keeps in `scan_order`.
 """
 
 from __future__ import annotations
 
 import random
-from bisect import bisect_left
 from typing import TYPE_CHECKING, Any
 
 from fakekey.codecs.numbers import try_int
@@ -64,18 +64,19 @@ class SetValue:
     """A set of byte strings with Valkey's encoding transitions and iteration order."""
 
     TYPE_NAME = "set"
-    __slots__ = ("enc", "_seq", "_log", "_log_seqs", "_dead", "_next", "_sorted")
+    __slots__ = ("enc", "_seq", "_log", "_log_seqs", "_dead", "_next", "_sorted", "scan_order")
 
     def __init__(self, enc: str = INTSET) -> None:
         self.enc = enc
         self._seq: dict[bytes, int] = {}  # member -> sequence number; dict order = seq order
         # Append-only log of (member, seq) in seq order; an entry is live while
-        # _seq[member] still equals its seq. Serves SSCAN cursors and random picks.
+        # _seq[member] still equals its seq. Serves random picks.
         self._log: list[bytes] = []
         self._log_seqs: list[int] = []
         self._dead = 0
-        self._next = 1  # cursor 0 means "start", so sequence numbers start at 1
+        self._next = 1  # the next member's sequence number
         self._sorted: list[bytes] | None = None  # intset order, cached until a change
+        self.scan_order: list[bytes] | None = None  # SSCAN's member order, per iteration
 
     @classmethod
     def create(cls, first: bytes, size_hint: int, limits: SetLimits) -> SetValue:
@@ -127,21 +128,6 @@ class SetValue:
             member = log[i]
             if live.get(member) == seqs[i]:
                 return member
-
-    def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
-        """Up to `count` members from `cursor` on, and the cursor to continue from (0: done)."""
-        log, seqs, live = self._log, self._log_seqs, self._seq
-        end = len(log)
-        i = bisect_left(seqs, cursor)
-        found: list[bytes] = []
-        while i < end and len(found) < count:
-            member = log[i]
-            if live.get(member) == seqs[i]:
-                found.append(member)
-            i += 1
-        while i < end and live.get(log[i]) != seqs[i]:
-            i += 1
-        return (seqs[i] if i < end else 0), found
 
     # --- writing ---------------------------------------------------------------------
 
