@@ -10,6 +10,7 @@ import errno
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -41,6 +42,11 @@ def _is_blocked(client: Client) -> bool:
     return client.blocked is not None
 
 
+# A connection's requests run for this long at most before the others get their turn
+# (Valkey reads 16 KB a client per event-loop turn); the clock is read every few requests.
+_perf_counter_ns: Final = time.perf_counter_ns
+TURN_NS = 2_000_000
+TURN_CHECK_EVERY = 32
 FAST_EXPIRY_EVERY = 0.002  # s between two fast expiry cycles (2x their 1 ms budget, as Valkey)
 MAX_CLIENTS_ERROR = b"-ERR max number of clients reached\r\n"
 PROTECTED_MODE_DENIED = (
@@ -76,6 +82,10 @@ class Connection(asyncio.Protocol):
         # to measure (the bytes consumed at the last measure, plus the threshold)
         self.request_mark = 0
         self.soft_since = 0  # when the output passed its soft limit (s on the server clock), or 0
+        # run() gave way to the other connections with requests left: reading is paused
+        # until the next loop turn runs them (`_next_turn`); `eof`: the client has sent its last
+        self.turn_pending = False
+        self.eof = False
 
     # --- asyncio callbacks --------------------------------------------------------------
 
@@ -109,7 +119,11 @@ class Connection(asyncio.Protocol):
 
     def eof_received(self) -> bool:
         """The client has sent its last bytes: answer what it sent (the replies wait for
-        the end of the loop iteration), then close."""
+        the end of the loop iteration), then close; with requests still to run (a turn
+        given way), once they have run."""
+        if self.turn_pending:
+            self.eof = True
+            return True  # half-closed: the replies still go out
         self.uncork()
         return False
 
@@ -163,7 +177,13 @@ class Connection(asyncio.Protocol):
         next_request = parser.next_request
         limits_auth, limits_epoch = None, -1  # what the parse limits were last read for
         pending = 0  # reply bytes of this batch since the last look at the output limits
+        turn_ends = _perf_counter_ns() + TURN_NS
+        ran = 0
         while client.blocked is None and not (client.close_after_reply or client.killed):
+            ran += 1
+            if ran % TURN_CHECK_EVERY == 0 and _perf_counter_ns() > turn_ends:
+                self._give_way()  # the others' turn: the rest runs on the next loop turn
+                break
             # the request before may have changed the parse limits (AUTH, CONFIG SET)
             if limits_auth is not client.authenticated or limits_epoch != config.epoch:
                 limits_auth, limits_epoch = client.authenticated, config.epoch
@@ -213,6 +233,30 @@ class Connection(asyncio.Protocol):
         if client.close_after_reply or client.killed:
             self.uncork()  # its replies go out before the connection closes
             self.close()
+
+    def _give_way(self) -> None:
+        """This connection had its share of the loop turn: stop reading it (its unread
+        requests wait in the socket, not in memory) and go on at the next turn."""
+        if self.turn_pending or self.transport is None:
+            return
+        self.turn_pending = True
+        self.transport.pause_reading()
+        self.loop.call_soon(self._next_turn)
+
+    def _next_turn(self) -> None:
+        self.turn_pending = False
+        client = self.client
+        if self.closing or client is None or self.transport is None:
+            return
+        if client.blocked is None:
+            self.run()
+        if self.turn_pending or self.closing:
+            return
+        if self.eof:  # everything it sent has run: its replies go, then the connection
+            self.uncork()
+            self.close()
+        elif not isinstance(client.blocked, UnreadOutputPause):  # that pause reads on its own
+            self.transport.resume_reading()
 
     def _log_large_request(self, client: Client, argv: list[bytes], reply: Any) -> None:
         """COMMANDLOG large-request: a command that ran (not one queued in MULTI) whose
