@@ -69,6 +69,7 @@ def test_a_transaction_and_a_blocking_pop_across_turns() -> None:
         assert read_exactly(sock, len(head) + len(body)) == head + body
         r = redis.Redis.from_url(server.url)
         r.rpush("q", "x")
-        tail = b"*2\r\n$1\r\nq\r\n$1\r\nx\r\n" + b"$6\r\n%d\r\n" % PIPELINE
+        total = b"%d" % PIPELINE
+        tail = b"*2\r\n$1\r\nq\r\n$1\r\nx\r\n" + b"$%d\r\n%s\r\n" % (len(total), total)
         assert read_exactly(sock, len(tail)) == tail
         r.close()
