@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from fakekey.commands.args import SYNTAX, WRONGTYPE, parse_int, try_int
-from fakekey.commands.strings import unshare
+from fakekey.commands.strings import padded
 from fakekey.core.client import Client
 from fakekey.core.registry import command, keys_range
 from fakekey.resp.replies import ReplyError
@@ -55,11 +55,8 @@ def bits_for_write(c: Client, key: bytes, max_bit: int) -> tuple[bytearray, bool
     value = c.db.lookup_string(key)
     if value is None:
         return bytearray(size), True, True
-    data = unshare(c, key, value)
-    grew = len(data) < size
-    if grew:
-        data.extend(bytes(size - len(data)))
-    return data, False, grew
+    grew = len(value) < size
+    return padded(c, key, value, size), False, grew
 
 
 def store_bits(c: Client, key: bytes, data: bytearray, created: bool, changed: bool) -> None:

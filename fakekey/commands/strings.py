@@ -81,6 +81,18 @@ def unshare(c: Client, key: bytes, value: bytes | bytearray) -> bytearray:
     return mutable
 
 
+def padded(c: Client, key: bytes, value: bytes | bytearray, size: int) -> bytearray:
+    """The key's value to change in place, zero-padded to at least `size` bytes. Grown in
+    one allocation, as Valkey's sdsgrowzero: a string grown to 512 MB costs 512 MB, not
+    a padding buffer as big besides."""
+    if len(value) >= size:
+        return unshare(c, key, value)
+    grown = bytearray(size)
+    grown[: len(value)] = value
+    c.db.data[key] = grown
+    return grown
+
+
 # --- GET / SET and their options ---------------------------------------------------------
 
 # Option bits of SET, GETEX and MSETEX (Valkey's parseExtendedCommandArgumentsOrReply).
@@ -535,14 +547,14 @@ def setrange(c: Client, argv: list[bytes]) -> Any:
     if not patch:
         return 0 if value is None else len(value)
     check_length(c, offset, len(patch))
+    end = offset + len(patch)
     if value is None:
-        fresh = bytearray(offset) + patch
+        fresh = bytearray(end)
+        fresh[offset:] = patch
         db.set_value(key, fresh, event="setrange", klass="$")
-        return len(fresh)
-    mutable = unshare(c, key, value)
-    if len(mutable) < offset:
-        mutable.extend(bytes(offset - len(mutable)))
-    mutable[offset : offset + len(patch)] = patch
+        return end
+    mutable = padded(c, key, value, end)
+    mutable[offset:end] = patch
     db.written(key, "setrange", "$")
     return len(mutable)
 
