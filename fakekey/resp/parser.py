@@ -305,6 +305,10 @@ class RequestParser:
                 raise ProtocolError(b"too big inline request")
             self._wait_for_line(b"\n")
             return None
+        if eol - pos > INLINE_MAX + 1:
+            # Valkey looks for the newline after each read and refuses a request past 64 KB
+            # without one; a line that long is refused as its bytes arrive together
+            raise ProtocolError(b"too big inline request")
         end = eol - 1 if eol > pos and buf[eol - 1] == _CR else eol
         args = split_args(buf[pos:end])
         if args is None:

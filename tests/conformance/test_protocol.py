@@ -51,6 +51,13 @@ def read_until_closed(sock: socket.socket, timeout: float = 5.0) -> bytes:
     return out
 
 
+def read_exactly(sock: socket.socket, size: int) -> bytes:
+    out = b""
+    while len(out) < size and (chunk := sock.recv(65536)):
+        out += chunk
+    return out
+
+
 def exchange_and_close(target: Target, data: bytes) -> bytes:
     """Send `data` on a new connection and return what arrives before the server closes it."""
     with connect(target) as sock:
@@ -223,6 +230,19 @@ def test_a_nul_hides_the_end_of_an_inline_line(target):
             sock.recv(100)
         send_quietly(sock, b"x" * INLINE_MAX)
         assert read_until_closed(sock) == protocol_error(b"too big inline request")
+
+
+@pytest.mark.parametrize(("line", "refused"), [(INLINE_MAX - 100, False), (INLINE_MAX + 1, False),
+                                              (70_000, True), (200_000, True)])
+def test_an_inline_line_past_64_kb_is_refused_even_with_its_newline(target, line, refused):
+    """Sent at once, a line over 64 KB passes Valkey's limit before its newline is read."""
+    with connect(target) as sock:
+        send_quietly(sock, b"ECHO " + b"a" * (line - 5) + b"\n")
+        if refused:
+            assert read_until_closed(sock) == protocol_error(b"too big inline request")
+        else:
+            header = b"$%d\r\n" % (line - 5)
+            assert read_exactly(sock, len(header) + line - 3) == header + b"a" * (line - 5) + b"\r\n"
 
 
 def test_nothing_is_parsed_after_quit(target):
