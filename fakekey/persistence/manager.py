@@ -90,7 +90,11 @@ class Persistence:
         from the snapshot if there is none yet), else the snapshot. LoadError refuses."""
         if not (self.config["appendonly"] or self.save_rules() or self.config["dir"] != "."):
             # nothing asks for persistence: a stray dump.rdb in the working directory (a
-            # real server's) never stops an embedded server from starting
+            # real server's) never stops an embedded server from starting, but it is named
+            if os.path.exists(self.snapshot_path()):
+                log.warning("%s was not loaded: no save rule, appendonly or dir was given. Start "
+                            "with a save rule (--save \"3600 1\"), --appendonly yes or --dir to "
+                            "load it.", os.path.abspath(self.snapshot_path()))
             return
         started = time.monotonic()
         if self.config["appendonly"]:

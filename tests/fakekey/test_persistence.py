@@ -578,3 +578,25 @@ def test_the_log_is_rewritten_when_it_outgrows_its_base(tmp_path: Path) -> None:
     again = Proc(tmp_path, "--appendonly", "yes")
     assert again.client().get("k") == b"99"
     again.stop()
+
+
+def test_a_dump_left_unloaded_is_named_in_the_log(tmp_path: Path) -> None:
+    """With no persistence asked for, a dump.rdb in the working directory stays unloaded
+    (an embedded server must start whatever lies there), and the log says how to load it."""
+    server = Proc(tmp_path, "--save", "3600 1")
+    r = server.client()
+    r.set("k", "v")
+    r.save()
+    r.close()
+    assert server.stop() == 0
+    run = subprocess.Popen([*SERVER, "--port", "0"], cwd=tmp_path, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert run.stdout is not None
+    lines = []
+    for line in run.stdout:
+        lines.append(line)
+        if READY.match(line):
+            break
+    run.terminate()
+    run.wait(20)
+    assert any(f"{tmp_path / 'dump.rdb'} was not loaded" in line and "--save" in line for line in lines), lines
