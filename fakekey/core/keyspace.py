@@ -187,9 +187,11 @@ class Database:
             if emptied:
                 self.state.notify(self, "g", "del", key)
 
-    def delete(self, key: bytes, event: str | None = "del", lazy: bool | None = None) -> bool:
+    def delete(self, key: bytes, event: str | None = "del", lazy: bool | None = None,
+               by_server: bool = False) -> bool:
         """Remove a key. Its value is freed (lazily per `lazy`, by default per
-        lazyfree-lazy-server-del) unless it lives on under another name (RENAME, MOVE)."""
+        lazyfree-lazy-server-del) unless it lives on under another name (RENAME, MOVE).
+        `by_server`: no client removed it (an eviction), for client-side caching."""
         value = self.data.get(key)
         if value is None:
             return False
@@ -204,7 +206,7 @@ class Database:
         if self.waiting and key in self.waiting:
             self.state.blocking.signal_deleted(self, key)
         if self.state.tracking:
-            self.state.tracking.invalidate(key)
+            self.state.tracking.invalidate(key, by_server)
         if event is not None and self.state.notify_flags:
             self.state.notify(self, "g", event, key)
         return True
@@ -298,7 +300,7 @@ class Database:
         if self.state.notify_flags:
             self.state.notify(self, "x", "expired", key)
         if self.state.tracking:  # after `expired`, as Valkey's deleteExpiredKeyAndPropagate
-            self.state.tracking.invalidate(key)
+            self.state.tracking.invalidate(key, by_server=True)
 
     def expire_due(self, now: int) -> int:
         """Delete every key whose deadline passed (the clock was moved by hand)."""

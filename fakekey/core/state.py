@@ -380,6 +380,8 @@ class ServerState:
             if refusal is not None:
                 self.command_stats[cmd.index].rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
+        if self.tracking is not None:  # tracking-table-max-keys, as Valkey's processCommand
+            self.tracking.evict_to_limit(client)
         if client.protocol == 2 and (client.channels or client.patterns or client.shard_channels):
             if cmd.name not in SUBSCRIBED_RESP2:
                 return self._reject(client, ReplyError(

@@ -99,8 +99,10 @@ class Tracking:
         self.clients = 0  # clients with tracking on (INFO tracking_clients)
         self.loop: asyncio.AbstractEventLoop | None = None
         self.broadcast_due = False
-        self._victims: list[bytes] = []  # a shuffled snapshot to evict from (max-keys)
+        self._victims: list[bytes] = []  # a snapshot of the keys to draw evictions from
         self._evict_effort = 0  # Valkey's timeout_counter: rounds still over the limit
+        self._held: list[tuple[Client, Any]] = []  # woken clients' invalidations (`_hold`)
+        self._written: list[tuple[Prefix, bytes]] = []  # this command's broadcast keys
 
     # --- turning tracking on and off --------------------------------------------------------
 
@@ -164,15 +166,24 @@ class Tracking:
         the one running it: a script's own client inside a script). A read-only command
         adds its keys to the table for a tracking client (Valkey's trackingRememberKeys);
         the end of a request clears CLIENT CACHING, except inside MULTI and after CLIENT
-        subcommands. Then the table is held to tracking-table-max-keys (Valkey checks before
-        each command: the same between two commands)."""
+        subcommands."""
         t = tracker.tracking
         if t is not None:
             self._after_tracking_command(t, tracker, client, cmd, argv)
-        if len(self.keys) > self.state.config.values["tracking-table-max-keys"] > 0:
-            self.limit_keys()
-        elif self._evict_effort:
-            self._evict_effort = 0
+        if self._written:
+            self._credit_writes(tracker, client)
+
+    def _credit_writes(self, tracker: Client, client: Client) -> None:
+        """The keys the command queued for broadcast were written by `client`, the one
+        running it: a script's own client inside a script, not its caller (Valkey hands
+        signalModifiedKey the running client), so NOLOOP leaves none of a script's writes
+        out of its caller's broadcast."""
+        written, self._written = self._written, []
+        if client is tracker:
+            return
+        for bcast, key in written:
+            if bcast.keys.get(key) is tracker:
+                bcast.keys[key] = client
 
     def _after_tracking_command(self, t: ClientTracking, tracker: Client, client: Client,
                                 cmd: Any, argv: list[bytes]) -> None:
@@ -202,41 +213,69 @@ class Tracking:
                 ids.add(client_id)
                 self.items += 1
 
-    def limit_keys(self) -> None:
-        """tracking-table-max-keys: evict random keys, each with its invalidation, as if
-        written, until the table fits (Valkey's trackingLimitUsedSlots, with its effort
-        growing while the table stays over the limit)."""
-        limit = self.state.config["tracking-table-max-keys"]
+    # --- tracking-table-max-keys -----------------------------------------------------------
+
+    def evict_to_limit(self, current: Client | None = None) -> None:
+        """Hold the table to tracking-table-max-keys, as Valkey's trackingLimitUsedSlots
+        (from the cron, and before each command): random keys go, each with its
+        invalidation as if written. A call evicts at most 100 keys, 100 more for each call
+        before it that ended still over the limit, so a huge table shrinks over several
+        calls without holding the server. `current`: the client whose command is about to
+        run (Valkey's server.current_client: NOLOOP leaves it out of the invalidations)."""
+        if not self.clients:  # Valkey looks only while some client is tracking
+            return
+        limit = self.state.config.values["tracking-table-max-keys"]
         table = self.keys
-        if not limit or len(table) <= limit:
+        if not limit:
+            return
+        if len(table) <= limit:
             self._evict_effort = 0
             return
-        effort = 100 * (self._evict_effort + 1)
-        while effort > 0 and len(table) > limit:
-            effort -= 1
-            if not self._victims:
-                self._victims = list(table)
-                random.shuffle(self._victims)
-            key = self._victims.pop()
+        for _ in range(100 * (self._evict_effort + 1)):
+            self._drop(self._random_key(), current)
+            if len(table) <= limit:
+                self._evict_effort = 0
+                return
+        self._evict_effort += 1
+
+    def _random_key(self) -> bytes:
+        """A random key of the (non-empty) table: drawn from a snapshot of its keys, taken
+        again once used up, where keys invalidated since are passed over. Each draw costs
+        O(1) (swap with the last, pop), the snapshot one list copy per table's worth."""
+        table = self.keys
+        victims = self._victims
+        while True:
+            if not victims:
+                victims = self._victims = list(table)
+            at = random.randrange(len(victims))
+            key = victims[at]
+            victims[at] = victims[-1]
+            victims.pop()
             if key in table:
-                self.invalidate(key, bcast=False, by_eviction=True)
-        self._evict_effort = 0 if len(table) <= limit else self._evict_effort + 1
+                return key
 
     # --- writes -----------------------------------------------------------------------------
 
-    def invalidate(self, key: bytes, bcast: bool = True, by_eviction: bool = False) -> None:
-        """`key` changed (or the table evicts it): tell the clients that read it, and queue
-        it for the BCAST prefixes it falls under (Valkey's trackingInvalidateKey). A client's
-        own message waits for the end of its command (Client.push defers it)."""
-        state = self.state
-        writer = None if by_eviction else state.current_client
-        if bcast and self.prefixes:
-            self._queue_broadcast(key, writer)
-        ids = self.keys.pop(key, None)
-        if ids is None:
-            return
+    def invalidate(self, key: bytes, by_server: bool = False) -> None:
+        """`key` changed: tell the clients that read it, and queue it for the BCAST prefixes
+        it falls under (Valkey's trackingInvalidateKey). `by_server`: an expiry or an
+        eviction, which no client wrote (Valkey's signalModifiedKey(NULL, ...)), so NOLOOP
+        leaves nobody's broadcast out. NOLOOP readers are left out while their own command
+        runs, whatever changed the key (Valkey compares them with server.current_client).
+        A client's own message waits for the end of its command (Client.push defers it)."""
+        waking = self.state.blocking.reprocessing  # a woken client's command runs again
+        current = waking.client if waking is not None else self.state.current_client
+        if self.prefixes:
+            self._queue_broadcast(key, None if by_server else current)
+        if key in self.keys:
+            self._drop(key, current)
+
+    def _drop(self, key: bytes, current: Client | None) -> None:
+        """Forget `key`, with one invalidation to each client that read it and still
+        tracks it in the same mode (but a NOLOOP one whose command is `current`)."""
+        ids = self.keys.pop(key)
         self.items -= len(ids)
-        clients = state.clients
+        clients = self.state.clients
         for client_id in ids:
             target = clients.get(client_id)
             if target is None:  # gone
@@ -244,7 +283,7 @@ class Tracking:
             t = target.tracking
             if t is None or t.bcast:  # off, or switched to BCAST since it read
                 continue
-            if t.noloop and target is writer:
+            if t.noloop and target is current:
                 continue
             self.send(target, [key])
         self._settle()
@@ -267,6 +306,8 @@ class Tracking:
             if bcast is not None:
                 bcast.keys[key] = writer
                 queued = True
+                if writer is not None:  # to credit at the command's end (`_credit_writes`)
+                    self._written.append((bcast, key))
         if queued and not self.broadcast_due:
             self.broadcast_due = True
             self._schedule_broadcast()
@@ -313,6 +354,9 @@ class Tracking:
         in pub/sub mode, a message on __redis__:invalidate. A RESP2 client without a
         redirect gets nothing; a gone target leaves the client `broken_redirect` (told by
         a push if it speaks RESP3)."""
+        waking = self.state.blocking.reprocessing
+        if waking is not None and waking.client is client and self._hold(client, payload):
+            return
         t = client.tracking
         target = client
         redirected = False
@@ -329,6 +373,23 @@ class Tracking:
             target.push([b"invalidate", payload])
         elif redirected and (target.channels or target.patterns or target.shard_channels):
             target.push([b"message", CHANNEL, payload])
+
+    def _hold(self, client: Client, payload: Any) -> bool:
+        """A woken client's own invalidation waits for the reply of the command it re-runs
+        (Valkey keeps it pending until the command ends; Blocking answers after the run):
+        it goes out first thing on the loop's next turn. False without a loop."""
+        loop = self.state.running_loop()
+        if loop is None:
+            return False
+        if not self._held:
+            loop.call_soon(self._send_held)
+        self._held.append((client, payload))
+        return True
+
+    def _send_held(self) -> None:
+        held, self._held = self._held, []
+        for client, payload in held:
+            self.send(client, payload)
 
     # --- INFO -------------------------------------------------------------------------------
 

@@ -378,7 +378,7 @@ def _score(state: ServerState, db: Database, key: bytes, policy: str) -> int:
 
 def evict(state: ServerState, db: Database, key: bytes) -> None:
     """Delete a key for memory, as Valkey's deleteEvictedKeyAndPropagate."""
-    if not db.delete(key, event=None, lazy=lazy_setting(state, "eviction")):
+    if not db.delete(key, event=None, lazy=lazy_setting(state, "eviction"), by_server=True):
         return  # it had expired: gone as an expiry
     state.dirty -= 1  # an eviction is not a change a save rule counts
     state.stats["evicted_keys"] += 1

@@ -722,6 +722,8 @@ class Server:
             await asyncio.sleep(1 / state.config["hz"])
             try:
                 state.active_expire_cycle()
+                if state.tracking is not None:  # tracking-table-max-keys (core/tracking.py)
+                    state.tracking.evict_to_limit()
                 if state.expiry.wants_fast_cycle():
                     self._expire_fast_soon()
                 state.blocking.expire_timeouts()

@@ -712,3 +712,552 @@ def test_lowering_the_table_limit_evicts_at_the_next_command(r2, cache):
         assert len(c.received()) == 2
     finally:
         r2.call("CONFIG", "SET", "tracking-table-max-keys", "1000000")
+
+
+# --- more of Valkey's tests/unit/tracking.tcl -------------------------------------------------
+
+
+def received_until(c, count, timeout=5.0):
+    """What reached `c`'s inbox, once it holds `count` frames (the cron's work)."""
+    frames = []
+    deadline = time.monotonic() + timeout
+    while len(frames) < count:
+        assert time.monotonic() < deadline, frames
+        time.sleep(0.01)
+        frames += c.received()
+    return frames
+
+
+def subscribed_inbox(target, proto=2):
+    """A client subscribed to __redis__:invalidate, and its id to redirect to."""
+    inbox = target.raw(proto)
+    inbox_id = inbox.call("CLIENT", "ID")[1]
+    inbox.send("SUBSCRIBE", INVALIDATE_CHANNEL)
+    inbox.read()
+    return inbox, inbox_id
+
+
+def message(*keys):
+    """A RESP2 redirect target's invalidation of `keys`."""
+    return ("*", [("$", b"message"), ("$", INVALIDATE_CHANNEL), keys_payload(keys)])
+
+
+def invalidate(*keys):
+    """A RESP3 invalidation of `keys`; none: the flush's null."""
+    return (">", [("$", b"invalidate"), keys_payload(keys) if keys else ("_", None)])
+
+
+def test_prefixes_cost_little_client_memory(r2):
+    """tcl: Client tracking prefixes memory overhead."""
+    def tot_mem():
+        line = r2.call("CLIENT", "INFO")[1]
+        return int(line.split(b" tot-mem=")[1].split(b" ")[0])
+
+    before = tot_mem()
+    args = [x for i in range(10240) for x in ("PREFIX", f"PREFIX-{i}-{i}-{i}-{i}-{i}-{i}-{i}")]
+    ok(r2.call("CLIENT", "TRACKING", "on", "BCAST", *args))
+    assert tot_mem() - before < 300000
+    ok(r2.call("CLIENT", "TRACKING", "off"))
+
+
+def test_bcast_prefix_added_later(r2, cache):
+    """tcl: Adding prefixes to BCAST mode works."""
+    c = cache("BCAST", "PREFIX", "a:", "PREFIX", "b:")
+    ok(c.call("CLIENT", "TRACKING", "on", "BCAST", *c.redirect, "PREFIX", "c:"))
+    assert r2.call("INCR", "c:1234") == (":", 1)
+    assert c.received() == [c.frame(b"c:1234")]
+
+
+def test_bcast_noloop_is_told_of_its_keys_expiring(cache):
+    """tcl: Tracking gets notification of expired keys. An expiry is no client's write,
+    so NOLOOP leaves nothing out."""
+    c = cache("BCAST", "NOLOOP")
+    ok(c.call("SET", "mykey", "myval", "PX", "1"))
+    ok(c.call("SET", "mykeyotherkey", "myval"))  # its own write: left out
+    assert received_until(c, 1) == [c.frame(b"mykey")]
+
+
+def test_bcast_noloop_lazy_expiry_in_a_transaction(cache):
+    """tcl: Tracking gets notification of lazy expired keys."""
+    c = cache("BCAST", "NOLOOP")
+    ok(c.call("MULTI"))
+    for args in (("SET", "mykey", "myval", "PX", "1"), ("SET", "mykeyotherkey", "myval"),
+                 ("DEBUG", "SLEEP", "0.1"), ("GET", "mykey")):
+        assert c.call(*args) == ("+", b"QUEUED")
+    assert c.call("EXEC") == ("*", [("+", b"OK")] * 3 + [("$", b"myval")])
+    assert received_until(c, 1) == [c.frame(b"mykey")]
+
+
+def test_bcast_noloop_is_told_of_its_own_command_expiring_a_key(cache, r2):
+    """A key expired lazily by a BCAST NOLOOP client's own read is the server's doing:
+    that client is told too (Valkey's deleteExpiredKeyAndPropagate)."""
+    c = cache("BCAST", "NOLOOP")
+    ok(r2.call("DEBUG", "SET-ACTIVE-EXPIRE", "0"))  # the read must be what expires it
+    try:
+        ok(c.call("SET", "mykey", "myval", "PX", "1"))
+        time.sleep(0.05)
+        assert c.call("GET", "mykey") == null(c.proto)
+        assert received_until(c, 1) == [c.frame(b"mykey")]
+    finally:
+        ok(r2.call("DEBUG", "SET-ACTIVE-EXPIRE", "1"))
+
+
+def test_redirect_survives_switching_to_resp3(target, r2):
+    """tcl: Invalidations of previous keys (and of new keys) can be redirected after
+    switching to RESP3."""
+    inbox, inbox_id = subscribed_inbox(target)
+    tracker = target.raw(2)
+    ok(tracker.call("CLIENT", "TRACKING", "on", "REDIRECT", inbox_id))
+    ok(r2.call("SET", "key1", "1"))
+    assert tracker.call("GET", "key1") == ("$", b"1")
+    assert tracker.call("HELLO", "3")[0] == "%"
+    ok(r2.call("SET", "key1", "2"))
+    assert tracker.call("GET", "key1") == ("$", b"2")
+    ok(r2.call("SET", "key1", "3"))
+    assert received(inbox) == [message(b"key1"), message(b"key1")]
+    assert tracker.call("PING") == ("+", b"PONG")  # nothing on the tracker itself
+    for each in (inbox, tracker):
+        each.close()
+
+
+def test_noloop_leaves_out_a_scripts_own_write(target):
+    """tcl: Invalid keys should not be tracked for scripts in NOLOOP mode."""
+    c = target.raw(3)
+    ok(c.call("CLIENT", "TRACKING", "on", "NOLOOP"))
+    ok(c.call("SET", "key1", "1"))
+    assert c.call("GET", "key1") == ("$", b"1")
+    ok(c.call("EVAL", "return redis.call('set', 'key1', '2')", 1, "key1"))
+    assert c.call("GET", "key1") == ("$", b"2")
+    assert c.call("PING") == ("+", b"PONG")
+    c.close()
+
+
+def test_scripts_track_only_the_keys_their_reads_name(target, r2):
+    """tcl: Tracking only occurs for scripts when a command calls a read-only command:
+    the keys a script declares are not tracked, those its read commands name are."""
+    c = target.raw(3)
+    ok(c.call("CLIENT", "TRACKING", "on"))
+    ok(r2.call("MSET", "key2", "1", "key2", "1"))
+    for script in ("EVAL", "EVAL_RO"):
+        body = "redis.call('set', 'key3', 'bar')" if script == "EVAL" else "redis.call('ping')"
+        assert c.call(script, body, 2, "key1", "key2") == ("_", None)
+        ok(r2.call("MSET", "key2", "2", "key1", "2"))
+        assert c.call("PING") == ("+", b"PONG")
+        assert c.call(script, "redis.call('get', 'key2')", 2, "key1", "key2") == ("_", None)
+        ok(r2.call("MSET", "key2", "2", "key3", "2"))
+        assert c.read() == invalidate(b"key2")
+        assert c.call("PING") == ("+", b"PONG")
+    c.close()
+
+
+def test_bcast_noloop_is_told_of_its_scripts_writes(target):
+    """A script's writes are its own client's, not its caller's: a BCAST NOLOOP caller is
+    told of them (a transaction's are its own, left out)."""
+    c = target.raw(3)
+    ok(c.call("CLIENT", "TRACKING", "on", "BCAST", "NOLOOP"))
+    assert c.call("EVAL", "redis.call('set', 's1', '1') return 1", 0) == (":", 1)
+    c.send("PING")
+    assert pushes_until(c, ("+", b"PONG")) == [invalidate(b"s1")]
+    ok(c.call("MULTI"))
+    assert c.call("SET", "m1", "1") == ("+", b"QUEUED")
+    assert c.call("EXEC") == ("*", [("+", b"OK")])
+    assert c.call("PING") == ("+", b"PONG")
+    c.close()
+
+
+def test_clients_share_a_redirect_target(target, r2):
+    """tcl: Different clients can redirect to the same connection."""
+    inbox, inbox_id = subscribed_inbox(target)
+    a, b = target.raw(2), target.raw(3)
+    for each in (a, b):
+        ok(each.call("CLIENT", "TRACKING", "on", "REDIRECT", inbox_id))
+    ok(r2.call("MSET", "key1", "1", "key2", "1"))
+    assert a.call("GET", "key1") == ("$", b"1")
+    assert b.call("GET", "key2") == ("$", b"1")
+    assert r2.call("INCR", "key1") == (":", 2)
+    assert r2.call("INCR", "key2") == (":", 2)
+    assert [inbox.read(), inbox.read()] == [message(b"key1"), message(b"key2")]
+    for each in (inbox, a, b):
+        each.close()
+
+
+def test_clients_of_both_protocols_track_one_key(target, r2):
+    """tcl: Different clients using different protocols can track the same key."""
+    inbox, inbox_id = subscribed_inbox(target)
+    resp2, resp3 = target.raw(2), target.raw(3)
+    ok(resp2.call("CLIENT", "TRACKING", "on", "REDIRECT", inbox_id))
+    ok(resp3.call("CLIENT", "TRACKING", "on"))
+    ok(r2.call("SET", "key1", "1"))
+    assert resp2.call("GET", "key1") == ("$", b"1")
+    assert resp3.call("GET", "key1") == ("$", b"1")
+    assert r2.call("INCR", "key1") == (":", 2)
+    assert inbox.read() == message(b"key1")
+    resp3.send("PING")  # its invalidation comes before the answer
+    assert [resp3.read(), resp3.read()] == [invalidate(b"key1"), ("+", b"PONG")]
+    for each in (inbox, resp2, resp3):
+        each.close()
+
+
+def test_redirect_to_a_subscribed_resp3_client(target, r2, proto):
+    """tcl: Able to redirect to a RESP3 client: a push, even when it is subscribed to
+    __redis__:invalidate."""
+    inbox, inbox_id = subscribed_inbox(target, 3)
+    tracker = target.raw(proto)
+    ok(tracker.call("CLIENT", "TRACKING", "on", "REDIRECT", inbox_id))
+    ok(r2.call("SET", "key1", "1"))
+    assert tracker.call("GET", "key1") == ("$", b"1")
+    assert r2.call("INCR", "key1") == (":", 2)
+    assert inbox.read() == invalidate(b"key1")
+    assert inbox.call("UNSUBSCRIBE")[0] == ">"
+    assert inbox.call("HELLO", "2")[0] == "*"
+    for each in (inbox, tracker):
+        each.close()
+
+
+def test_switching_to_bcast_sends_only_the_broadcast(target, r2):
+    """tcl: After switching from normal tracking to BCAST mode, no invalidation message
+    is produced for pre-BCAST keys (the broadcast of the empty prefix comes alone)."""
+    c = target.raw(3)
+    ok(c.call("CLIENT", "TRACKING", "on"))
+    ok(r2.call("SET", "key1", "1"))
+    assert c.call("GET", "key1") == ("$", b"1")
+    ok(c.call("CLIENT", "TRACKING", "off"))
+    ok(c.call("CLIENT", "TRACKING", "on", "BCAST"))
+    assert r2.call("INCR", "key1") == (":", 2)
+    c.send("PING")
+    assert [c.read(), c.read()] == [invalidate(b"key1"), ("+", b"PONG")]
+    c.close()
+
+
+def test_bcast_prefix_collisions(target):
+    """tcl: BCAST with prefix collisions throw errors; self-collision at later index,
+    identical prefix at later index, the empty prefix: each refused, tracking stays off."""
+    c = target.raw(2)
+    refusals = [
+        (("FOOBAR", "FOO"), b"'FOOBAR' overlaps with another provided prefix 'FOO'"),
+        (("FOO", "FOOBAR"), b"'FOO' overlaps with another provided prefix 'FOOBAR'"),
+        (("aaa", "bbb", "bbbc"), b"'bbb' overlaps with another provided prefix 'bbbc'"),
+        (("xxx", "yyy", "yyy"), b"'yyy' overlaps with another provided prefix 'yyy'"),
+        (("", "foo"), b"'' overlaps with another provided prefix 'foo'"),
+    ]
+    for prefixes, clash in refusals:
+        args = [x for prefix in prefixes for x in ("PREFIX", prefix)]
+        assert c.call("CLIENT", "TRACKING", "ON", "BCAST", *args) == (
+            "-", b"ERR Prefix " + clash + b". Prefixes for a single client must not overlap.")
+        assert c.call("CLIENT", "TRACKINGINFO")[1][1] == ("*", [("$", b"off")])
+    ok(c.call("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "FOO", "PREFIX", "BAR"))
+    for prefix, clash in ((b"FO", b"FOO"), (b"BARB", b"BAR")):
+        assert c.call("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", prefix) == (
+            "-", b"ERR Prefix '" + prefix + b"' overlaps with an existing prefix '" + clash
+            + b"'. Prefixes for a single client must not overlap.")
+    ok(c.call("CLIENT", "TRACKING", "OFF"))
+    c.close()
+
+
+def test_own_hdel_is_invalidated_after_its_reply(target):
+    """tcl: hdel deliver invalidate message after response in the same connection."""
+    c = target.raw(3)
+    ok(c.call("CLIENT", "TRACKING", "on"))
+    assert c.call("HSET", "myhash", "f", "1") == (":", 1)
+    assert c.call("HGET", "myhash", "f") == ("$", b"1")
+    assert c.call("HDEL", "myhash", "f") == (":", 1)
+    assert c.read() == invalidate(b"myhash")
+    c.close()
+
+
+def test_lazy_expiry_is_invalidated_after_a_multi_key_reply(target):
+    """tcl: Tracking invalidation message is not interleaved with multiple keys response."""
+    c = target.raw(3)
+    ok(c.call("CLIENT", "TRACKING", "on"))
+    ok(c.call("DEBUG", "SET-ACTIVE-EXPIRE", "0"))
+    try:
+        ok(c.call("MULTI"))
+        for args in (("MSET", "x", "1", "y", "2"), ("PEXPIRE", "y", "100"), ("GET", "y")):
+            assert c.call(*args) == ("+", b"QUEUED")
+        assert c.call("EXEC") == ("*", [("+", b"OK"), (":", 1), ("$", b"2")])
+        time.sleep(0.15)
+        assert c.call("MGET", "x", "y") == ("*", [("$", b"1"), ("_", None)])
+        assert c.read() == invalidate(b"y")
+    finally:
+        ok(c.call("DEBUG", "SET-ACTIVE-EXPIRE", "1"))
+    c.close()
+
+
+def test_flushdb_in_a_transaction_is_invalidated_after_exec(target):
+    """tcl: flushdb tracking invalidation message is not interleaved with transaction
+    response."""
+    c = target.raw(3)
+    ok(c.call("CLIENT", "TRACKING", "on"))
+    ok(c.call("SET", "a", "1"))
+    assert c.call("GET", "a") == ("$", b"1")
+    ok(c.call("MULTI"))
+    assert c.call("FLUSHDB") == ("+", b"QUEUED")
+    assert c.call("EXEC") == ("*", [("+", b"OK")])
+    assert c.read() == invalidate()
+    c.close()
+
+
+def test_maxmemory_eviction_is_invalidated_before_the_reply(target):
+    """tcl: Tracking invalidation message of eviction keys should be before response:
+    the eviction runs before the command that finds the memory over the limit."""
+    c = target.raw(3)
+    ok(c.call("CLIENT", "TRACKING", "on"))
+    text = c.call("INFO", "memory")[1]
+    fields = dict(line.split(b":", 1) for line in text.split(b"\r\n") if b":" in line)
+    used = int(fields[b"used_memory"]) - int(fields[b"mem_not_counted_for_evict"])
+    try:
+        ok(c.call("CONFIG", "SET", "maxmemory", used + 100 * 1024))
+        ok(c.call("CONFIG", "SET", "maxmemory-policy", "volatile-random"))
+        ok(c.call("SETEX", "volatile-key", "10000", "x"))
+        assert c.call("GET", "volatile-key") == ("$", b"x")
+        assert c.call("SETBIT", "big-key", "1600000", "0") == (":", 0)  # about 200kB
+        c.send("GETBIT", "big-key", "0")
+        assert [c.read(), c.read()] == [invalidate(b"volatile-key"), (":", 0)]
+    finally:
+        ok(c.call("CONFIG", "SET", "maxmemory-policy", "noeviction"))
+        ok(c.call("CONFIG", "SET", "maxmemory", "0"))
+    c.close()
+
+
+def test_woken_client_gets_its_invalidation_after_its_reply(target, r2):
+    """tcl: Unblocked BLMOVE gets notification after response. The woken client's own
+    write is told after its reply; a write by the client that woke it, before."""
+    c = target.raw(3)
+    ok(c.call("CLIENT", "TRACKING", "on"))
+    assert r2.call("RPUSH", "list2", "a") == (":", 1)
+    assert c.call("LRANGE", "list2", "0", "-1") == ("*", [("$", b"a")])
+    assert c.call("LLEN", "list1") == (":", 0)
+    c.send("BLMOVE", "list1", "list2", "left", "left", "0")
+    wait_blocked(r2, 1)
+    assert r2.call("RPUSH", "list1", "foo") == (":", 1)
+    # list1 changed under the pusher's command, list2 under the woken BLMOVE
+    assert [c.read() for _ in range(3)] == [
+        invalidate(b"list1"), ("$", b"foo"), invalidate(b"list2")]
+    assert c.call("LLEN", "q") == (":", 0)
+    c.send("BLPOP", "q", "0")
+    wait_blocked(r2, 1)
+    assert r2.call("RPUSH", "q", "bar") == (":", 1)
+    c.send("PING")
+    assert [c.read() for _ in range(3)] == [
+        invalidate(b"q"), ("*", [("$", b"q"), ("$", b"bar")]), ("+", b"PONG")]
+    c.close()
+
+
+@pytest.mark.parametrize("mode", [("NOLOOP",), ("BCAST", "NOLOOP")], ids=["noloop", "bcast"])
+def test_woken_noloop_client_is_not_told_of_its_own_writes(target, r2, mode):
+    """A woken client's command runs as the current client again: NOLOOP leaves out what
+    it writes, and in BCAST the key it popped was written by it last."""
+    c = target.raw(3)
+    ok(c.call("CLIENT", "TRACKING", "on", *mode))
+    assert c.call("LRANGE", "list2", "0", "-1") == ("*", [])
+    c.send("BLMOVE", "list1", "list2", "left", "left", "0")
+    wait_blocked(r2, 1)
+    assert r2.call("RPUSH", "list1", "foo") == (":", 1)
+    assert c.read() == ("$", b"foo")
+    assert c.call("PING") == ("+", b"PONG")
+    c.close()
+
+
+def wait_blocked(client, count):
+    deadline = time.monotonic() + 5
+    while b"blocked_clients:%d\r\n" % count not in client.call("INFO", "clients")[1]:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_flushall_async_empties_the_table(target, r2, cache):
+    """tcl: Test ASYNC flushall (and the invalidations for flushall and flushdb)."""
+    c = cache()
+    for key in ("key1", "key2"):
+        assert c.call("GET", key) == null(c.proto)
+    assert stats(r2)[1] == 2
+    ok(r2.call("FLUSHALL", "ASYNC"))
+    assert stats(r2)[1] == 0
+    assert c.received() == [c.frame()]
+
+
+def test_info_counts_as_valkey_tests_them(target, r2, cache):
+    """tcl: Tracking info is correct."""
+    c = cache()
+    ok(r2.call("MSET", "key1", "1", "key2", "2"))
+    assert c.call("GET", "key1") == ("$", b"1")
+    assert c.call("GET", "key2") == ("$", b"2")
+    bcast = target.raw(2)
+    ok(bcast.call("CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "prefix:"))
+    ok(r2.call("SET", "prefix:key1", "1"))
+    ok(r2.call("SET", "prefix:key2", "2"))
+    deadline = time.monotonic() + 5
+    while stats(r2)[0] > 2:  # the tracking clients of earlier tests may still be leaving
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert stats(r2) == (2, 2, 2, 1)
+    bcast.close()
+
+
+@pytest.mark.parametrize("reply_proto", [3, 2])
+def test_client_reply_off_keeps_the_invalidations(target, r2, reply_proto):
+    """tcl: RESP3 (and RESP2) based basic invalidation with client reply off: pushes go
+    out whatever CLIENT REPLY says; the replies stay off."""
+    c = target.raw(reply_proto)
+    c_id = c.call("CLIENT", "ID")[1]
+    ok(c.call("CLIENT", "TRACKING", "on"))
+    ok(r2.call("SET", "foo", "bar"))
+    assert c.call("GET", "foo") == ("$", b"bar")
+    c.send("CLIENT", "REPLY", "OFF")
+    wait_last_command(r2, c_id, b"client|reply")
+    ok(r2.call("SET", "foo", "bar2"))
+    if reply_proto == 3:
+        assert c.read() == invalidate(b"foo")
+    ok(c.call("CLIENT", "REPLY", "ON"))
+    assert c.call("PING") == ("+", b"PONG")
+    c.close()
+
+
+def test_client_reply_off_on_a_redirect_target(target, r2):
+    """tcl: RESP3 based basic redirect invalidation with client reply off."""
+    inbox = target.raw(3)
+    inbox_id = inbox.call("CLIENT", "ID")[1]
+    tracker = target.raw(2)
+    ok(tracker.call("CLIENT", "TRACKING", "on", "REDIRECT", inbox_id))
+    ok(r2.call("SET", "foo", "bar"))
+    assert tracker.call("GET", "foo") == ("$", b"bar")
+    inbox.send("CLIENT", "REPLY", "OFF")
+    wait_last_command(r2, inbox_id, b"client|reply")
+    ok(r2.call("SET", "foo", "bar2"))
+    assert inbox.read() == invalidate(b"foo")
+    ok(inbox.call("CLIENT", "REPLY", "ON"))
+    assert inbox.call("PING") == ("+", b"PONG")
+    for each in (inbox, tracker):
+        each.close()
+
+
+def wait_last_command(client, client_id, name):
+    """Until the client `client_id` has run `name` (it answers nothing: CLIENT REPLY OFF)."""
+    deadline = time.monotonic() + 5
+    while b" cmd=" + name + b" " not in client.call("CLIENT", "LIST", "ID", client_id)[1]:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_client_reply_off_and_a_broken_redirect(target, r2):
+    """tcl: RESP3 based basic tracking-redir-broken with client reply off."""
+    gone = target.raw(2)
+    gone_id = gone.call("CLIENT", "ID")[1]
+    c = target.raw(3)
+    ok(c.call("CLIENT", "TRACKING", "on", "REDIRECT", gone_id))
+    ok(r2.call("SET", "foo", "bar"))
+    assert c.call("GET", "foo") == ("$", b"bar")
+    c.send("CLIENT", "REPLY", "OFF")
+    ok(gone.call("QUIT"))
+    gone.close()
+    deadline = time.monotonic() + 5
+    while b"id=%d " % gone_id in r2.call("CLIENT", "LIST")[1]:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    ok(r2.call("SET", "foo", "bar2"))
+    assert c.read() == (">", [("$", b"tracking-redir-broken"), (":", gone_id)])
+    ok(c.call("CLIENT", "REPLY", "ON"))
+    assert c.call("PING") == ("+", b"PONG")
+    c.close()
+
+
+# --- tracking-table-max-keys: the cron and the commands hold the table to it ------------------
+
+
+def test_table_limit_evicts_in_the_cron_with_growing_effort(target, r2, cache):
+    """tcl: Server is able to evacuate enough keys when num of keys surpasses limit by
+    more than defined initial effort. 100 keys a round, 100 more each round still over:
+    249 invalidations without a command, then no more."""
+    c = cache()
+    for i in range(250):
+        ok(r2.call("SET", f"key{i}", i))
+        assert c.call("GET", f"key{i}") == ("$", str(i).encode())
+    ok(r2.call("CONFIG", "SET", "tracking-table-max-keys", "1"))
+    try:
+        evicted = [c.inbox.read() for _ in range(249)]
+        keys = {frame[1][-1][1][0][1] for frame in evicted}
+        assert len(keys) == 249 and keys < {b"key%d" % i for i in range(250)}
+        assert c.received() == []
+        assert stats(r2)[1:3] == (1, 1)
+    finally:
+        ok(r2.call("CONFIG", "SET", "tracking-table-max-keys", "1000000"))
+
+
+def test_table_limit_eviction_reaches_a_noloop_client(target, r2):
+    """tcl: Tracking gets notification on tracking table key eviction: the client that
+    lowered the limit is told too, by the cron, though it tracks with NOLOOP."""
+    inbox, inbox_id = subscribed_inbox(target)
+    c = target.raw(2)
+    ok(c.call("CLIENT", "TRACKING", "on", "REDIRECT", inbox_id, "NOLOOP"))
+    ok(c.call("MSET", "key1", "1", "key2", "2"))
+    assert c.call("MGET", "key1", "key2") == ("*", [("$", b"1"), ("$", b"2")])
+    ok(c.call("CONFIG", "SET", "tracking-table-max-keys", "1"))
+    try:
+        assert inbox.read() in (message(b"key1"), message(b"key2"))
+    finally:
+        ok(r2.call("CONFIG", "SET", "tracking-table-max-keys", "1000000"))
+    for each in (inbox, c):
+        each.close()
+
+
+def test_table_limit_eviction_before_a_noloop_clients_command(target, r2):
+    """Before a command, Valkey evicts with that command's client as the current one: a
+    NOLOOP client is not told of the keys evicted before its own command (they leave
+    the table all the same)."""
+    ok(r2.call("CONFIG", "SET", "tracking-table-max-keys", "1"))
+    c = target.raw(3)
+    try:
+        ok(c.call("CLIENT", "TRACKING", "on", "NOLOOP"))
+        c.send_raw(encode_command("MGET", "k1", "k2") + encode_command("PING"))  # one read
+        assert [c.read(), c.read()] == [("*", [("_", None), ("_", None)]), ("+", b"PONG")]
+        assert stats(r2)[1:3] == (1, 1)
+        assert c.call("PING") == ("+", b"PONG")
+    finally:
+        ok(r2.call("CONFIG", "SET", "tracking-table-max-keys", "1000000"))
+    c.close()
+
+
+def test_table_limit_with_a_transaction_open(target, r2):
+    """tcl: Regression test for #11715 (without DEBUG PAUSE-CRON, which fakekey lacks: the
+    cron evicts here, while the client is inside MULTI; its queued command and EXEC go on
+    as usual, after the invalidation)."""
+    ok(r2.call("CONFIG", "SET", "tracking-table-max-keys", "2"))
+    c = target.raw(3)
+    try:
+        ok(c.call("CLIENT", "TRACKING", "on"))
+        assert c.call("MGET", "1{tag}", "2{tag}") == ("*", [("_", None), ("_", None)])
+        ok(c.call("MULTI"))
+        ok(r2.call("CONFIG", "SET", "tracking-table-max-keys", "1"))
+        time.sleep(0.3)  # a few cron rounds
+        c.send("PING")
+        c.send("EXEC")
+        frames = [c.read() for _ in range(3)]
+        assert frames[0] in (invalidate(b"1{tag}"), invalidate(b"2{tag}"))
+        assert frames[1:] == [("+", b"QUEUED"), ("*", [("+", b"PONG")])]
+    finally:
+        ok(r2.call("CONFIG", "SET", "tracking-table-max-keys", "1000000"))
+    c.close()
+
+
+def test_table_limit_waits_for_a_tracking_client(target, r2):
+    """Valkey holds the table to its limit only while some client is tracking: the keys
+    of a client that left stay until then."""
+    gone = target.raw(3)
+    ok(gone.call("CLIENT", "TRACKING", "on"))
+    assert gone.call("MGET", "k1", "k2", "k3") == ("*", [("_", None)] * 3)
+    gone.close()
+    deadline = time.monotonic() + 5
+    while stats(r2)[0]:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    ok(r2.call("CONFIG", "SET", "tracking-table-max-keys", "1"))
+    c = target.raw(3)
+    try:
+        time.sleep(0.3)  # a few cron rounds
+        assert stats(r2) == (0, 3, 3, 0)
+        ok(c.call("CLIENT", "TRACKING", "on"))
+        assert stats(r2) == (1, 1, 1, 0)  # INFO is a command: the limit held before it
+        assert c.call("PING") == ("+", b"PONG")  # nothing for c: the keys were not its
+    finally:
+        ok(r2.call("CONFIG", "SET", "tracking-table-max-keys", "1000000"))
+    c.close()
