@@ -86,6 +86,7 @@ class Connection(asyncio.Protocol):
         # until the next loop turn runs them (`_next_turn`); `eof`: the client has sent its last
         self.turn_pending = False
         self.eof = False
+        self.unchecked = 0  # reply bytes run() added since it last looked at the output limits
 
     # --- asyncio callbacks --------------------------------------------------------------
 
@@ -176,7 +177,7 @@ class Connection(asyncio.Protocol):
         error: ProtocolError | None = None
         next_request = parser.next_request
         limits_auth, limits_epoch = None, -1  # what the parse limits were last read for
-        pending = 0  # reply bytes of this batch since the last look at the output limits
+        pending = self.unchecked  # reply bytes since the last look at the output limits
         turn_ends = _perf_counter_ns() + TURN_NS
         ran = 0
         while client.blocked is None and not (client.close_after_reply or client.killed):
@@ -222,6 +223,7 @@ class Connection(asyncio.Protocol):
             if client.deferred_pushes:
                 self.flush_deferred_pushes(client)
         self.out = None
+        self.unchecked = pending  # a turn given way goes on counting
         client.last_interaction_ms = state.now
         if error is not None:
             out.append(b"-ERR Protocol error: " + error.message + b"\r\n")
