@@ -409,7 +409,24 @@ def bitfield_generic(c: Client, argv: list[bytes], readonly_command: bool) -> An
     return replies
 
 
-@command("bitfield", -2, "write denyoom", keys=keys_range(1, flags="RW access update variable_flags"),
+def bitfield_key_flags(argv: list[bytes]) -> tuple[str, ...]:
+    """BITFIELD only reads while its operations are whole GETs and OVERFLOWs (Valkey's
+    bitfieldGetKeys: a SET, an INCRBY or anything it cannot parse writes)."""
+    i = 2
+    while i < len(argv):
+        remaining = len(argv) - i - 1
+        op = argv[i].lower()
+        if op == b"get" and remaining >= 2:
+            i += 3
+        elif op == b"overflow" and remaining >= 1:
+            i += 2
+        else:
+            return ("RW", "access", "update")
+    return ("RO", "access")
+
+
+@command("bitfield", -2, "write denyoom",
+         keys=keys_range(1, flags="RW access update variable_flags", flags_for_call=bitfield_key_flags),
          acl="bitmap", group=G, since="3.2.0",
          complexity="O(1) for each subcommand specified",
          summary="Reads, writes and increments integers of any width at any bit offset of a "

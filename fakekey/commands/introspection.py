@@ -10,7 +10,7 @@ from fakekey.commands.args import SYNTAX, help_lines
 from fakekey.commands.doc_data import ArgDoc, CommandDocs
 from fakekey.config.settings import glob_nocase
 from fakekey.core.client import Client
-from fakekey.core.registry import Command, KeySpec, Registry, command, find_keys
+from fakekey.core.registry import Command, KeySpec, Registry, call_key_flags, command, find_keys
 from fakekey.resp.replies import ReplyError, SetReply, Simple
 
 G = "server"
@@ -275,7 +275,7 @@ def keys_by_specs(cmd: Command, args: list[bytes]) -> list[tuple[int, tuple[str,
             return None
         if "incomplete" in spec.flags and (positions or not spec.keyword):
             return None  # an incomplete spec that applies: Valkey asks the command's finder
-        found.extend((i, spec.flags) for i in positions)
+        found.extend((i, call_key_flags(spec, args)) for i in positions)
     return found
 
 
@@ -288,10 +288,11 @@ def keys_with_flags(cmd: Command, args: list[bytes]) -> list[tuple[int, tuple[st
         if found is not None:
             return found
     if cmd.get_keys is not None:
-        flags = tuple(f for spec in cmd.keys for f in spec.flags if f != "variable_flags")
+        # the flags of the specs, less those about the spec itself (MIGRATE's incomplete)
+        flags = tuple(f for spec in cmd.keys for f in spec.flags
+                      if f not in ("variable_flags", "incomplete"))
         # a key one spec also finds takes that spec's flags (GEORADIUS: RO source, OW STORE)
-        by_spec = {i: tuple(f for f in spec_flags if f != "variable_flags")
-                   for i, spec_flags in keys_by_specs(cmd, args) or ()}
+        by_spec = dict(keys_by_specs(cmd, args) or ())
         return [(i, by_spec.get(i, flags)) for i in cmd.get_keys(args)]
     return keys_by_specs(cmd, args) or []
 

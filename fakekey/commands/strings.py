@@ -172,7 +172,15 @@ def get(c: Client, argv: list[bytes]) -> Any:
     raise WRONGTYPE
 
 
-@command("set", -3, "write denyoom", keys=keys_range(1, flags="RW access update variable_flags"),
+def set_key_flags(argv: list[bytes]) -> tuple[str, ...]:
+    """SET reads its key only with GET (Valkey's setGetKeys looks past the value)."""
+    if any(arg.lower() == b"get" for arg in argv[3:]):
+        return ("RW", "access", "update")
+    return ("OW", "update")
+
+
+@command("set", -3, "write denyoom",
+         keys=keys_range(1, flags="RW access update variable_flags", flags_for_call=set_key_flags),
          acl="string", group=G, since="1.0.0", complexity="O(1)",
          summary="Stores a string at a key, with optional expiry and conditions; "
          "can answer the previous value.")

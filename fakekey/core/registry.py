@@ -62,6 +62,9 @@ class KeySpec:
     # function), otherwise the spec finds none.
     unknown: bool = False
     finder: Callable[[list[bytes]], list[int]] | None = None
+    # A variable_flags spec's flags for one call (Valkey's getkeys function decides them
+    # from the arguments: SET's key is read only with GET).
+    flags_for_call: Callable[[list[bytes]], tuple[str, ...]] | None = None
 
 
 @dataclass
@@ -187,6 +190,14 @@ def find_keys(spec: KeySpec, argv: list[bytes]) -> list[int] | None:
     if first >= argc or last >= argc or last < first:
         return None
     return list(range(first, last + 1, spec.step))
+
+
+def call_key_flags(spec: KeySpec, argv: list[bytes]) -> tuple[str, ...]:
+    """The flags a spec gives the keys of this call: a variable_flags spec's as resolved
+    from the arguments when it has a resolver, otherwise its declared flags."""
+    if spec.flags_for_call is not None:
+        return spec.flags_for_call(argv)
+    return tuple(f for f in spec.flags if f != "variable_flags")
 
 
 class CommandStats:
@@ -332,10 +343,13 @@ def container(
     )
 
 
-def keys_range(first: int, last: int = 0, step: int = 1, flags: str = "") -> KeySpec:
+def keys_range(
+    first: int, last: int = 0, step: int = 1, flags: str = "",
+    flags_for_call: Callable[[list[bytes]], tuple[str, ...]] | None = None,
+) -> KeySpec:
     if last == 0:
         last = first
-    return KeySpec(first, last, step, tuple(flags.split()))
+    return KeySpec(first, last, step, tuple(flags.split()), flags_for_call=flags_for_call)
 
 
 def keys_numkeys(at: int, flags: str = "") -> KeySpec:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fakekey.codecs.glob import glob_match
-from fakekey.core.registry import ACL_CATEGORIES, REGISTRY, Command, find_keys
+from fakekey.core.registry import ACL_CATEGORIES, REGISTRY, Command, call_key_flags, find_keys
 from fakekey.resp.replies import ReplyError
 
 if TYPE_CHECKING:
@@ -396,21 +396,11 @@ def _spec_access(flags: tuple[str, ...]) -> tuple[bool, bool]:
     return "access" in flags, bool({"insert", "delete", "update"} & set(flags))
 
 
-def _variable_access(cmd: Command, argv: list[bytes]) -> tuple[bool, bool]:
-    """The access of a key spec flagged variable_flags, from the arguments (Valkey's
-    setGetKeys and bitfieldGetKeys): SET reads only with GET; BITFIELD writes only with
-    SET or INCRBY."""
-    words = {arg.lower() for arg in argv[2:]}
-    if cmd.name == "set":
-        return b"get" in words, True
-    return True, bool(words & {b"set", b"incrby"})
-
-
 def key_references(cmd: Command, argv: list[bytes]) -> list[tuple[int, bool, bool]]:
     """(argument index, read, write) for each key of this call, from the key specs."""
     specs = [s for s in cmd.keys if "not_key" not in s.flags]
-    if len(specs) == 1 and "variable_flags" in specs[0].flags and cmd.name in ("set", "bitfield"):
-        read, write = _variable_access(cmd, argv)
+    if len(specs) == 1 and specs[0].flags_for_call is not None:  # SET, BITFIELD
+        read, write = _spec_access(call_key_flags(specs[0], argv))
         return [(at, read, write) for at in find_keys(specs[0], argv) or ()]
     if not specs and cmd.get_keys is None:
         return []

@@ -354,3 +354,24 @@ def test_info_counts_each_kind_of_denial(r, target, proto):
     info = r.call("INFO", "stats")[1]
     text = info if isinstance(info, bytes) else info.split(b":", 1)[1]
     assert b"acl_access_denied_db:" in text and b"acl_access_denied_db:0\r\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("request_", "key"),
+    [
+        (("SET", "w1", "v"), None),  # SET writes its key only (OW update)
+        (("SET", "w1", "get"), None),  # a value "get" is not the GET option
+        (("SET", "w1", "v", "GET"), "w1"),  # with GET it reads it too
+        (("SET", "r1", "v"), "r1"),
+        (("BITFIELD", "r1", "GET", "u8", "0"), None),  # only GETs: it only reads
+        (("BITFIELD", "r1"), None),
+        (("BITFIELD", "r1", "GET", "u8"), "r1"),  # what it cannot parse may write
+        (("BITFIELD", "r1", "SET", "u8", "0", "1"), "r1"),
+        (("BITFIELD", "w1", "INCRBY", "u8", "0", "1"), "w1"),  # reads and writes
+    ],
+)
+def test_variable_key_flags_decide_the_key_permissions(r2, request_, key):
+    r2.call("ACL", "SETUSER", "v", "on", "nopass", "%W~w*", "%R~r*", "+@all")
+    answer = ("+", b"OK") if key is None else (
+        "$", b"User v has no permissions to access the '%s' key" % key.encode())
+    assert r2.call("ACL", "DRYRUN", "v", *request_) == answer
