@@ -1,6 +1,6 @@
-"""MEMORY and LATENCY: memory introspection from fakekey's estimates, and latency
-monitoring as a Valkey server answers it with no latency samples recorded (fakekey does
-not time events; LATENCY HISTOGRAM counts calls without latency buckets)."""
+"""MEMORY and LATENCY: memory introspection from fakekey's estimates, and the latency
+monitor's event series (fakekey/core/latency.py; LATENCY HISTOGRAM counts calls without
+latency buckets)."""
 
 from __future__ import annotations
 
@@ -186,17 +186,6 @@ LATENCY_HELP = [
     "    Print this help.",
 ]
 
-MONITOR_OFF_REPORT = (
-    "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in this Valkey "
-    "instance. You may use \"CONFIG SET latency-monitor-threshold <milliseconds>.\" in "
-    "order to enable it.\n"
-)
-NO_SPIKE_REPORT = (
-    "No latency spike was observed during the lifetime of this Valkey instance, not in the "
-    "slightest bit.\n"
-)
-
-
 @command("latency|help", 2, "loading stale", since="2.8.13",
          summary="Describes the LATENCY subcommands.")
 def latency_help(c: Client, argv: list[bytes]) -> Any:
@@ -204,36 +193,39 @@ def latency_help(c: Client, argv: list[bytes]) -> Any:
 
 
 @command("latency|latest", 2, LATENCY_ADMIN, acl="dangerous", since="2.8.13", tips=LATENCY_TIPS,
-         summary="Answers the latest latency sample of each event (none recorded here).")
+         summary="Answers the latest latency sample of each event, with its all-time max, "
+         "sum and count.")
 def latency_latest(c: Client, argv: list[bytes]) -> Any:
-    return []
+    return c.state.latency.latest()
 
 
 @command("latency|history", 3, LATENCY_ADMIN, acl="dangerous", since="2.8.13", tips=LATENCY_TIPS,
-         summary="Answers an event's latency samples (none recorded here).")
+         summary="Answers an event's latency samples, one a second at most.")
 def latency_history(c: Client, argv: list[bytes]) -> Any:
-    return []
+    return c.state.latency.history(argv[2])
 
 
 @command("latency|reset", -2, LATENCY_ADMIN, acl="dangerous", since="2.8.13",
          tips="request_policy:all_nodes response_policy:agg_sum",
          summary="Forgets the latency samples of some or all events; answers how many.")
 def latency_reset(c: Client, argv: list[bytes]) -> Any:
-    return 0  # the number of event series reset: there are none
+    return c.state.latency.reset(argv[2:])
 
 
 @command("latency|graph", 3, LATENCY_ADMIN, acl="dangerous", since="2.8.13", tips=LATENCY_TIPS,
-         summary="Draws an event's latency samples (none recorded here).")
+         summary="Draws an event's latency samples.")
 def latency_graph(c: Client, argv: list[bytes]) -> Any:
-    event = argv[2].decode("utf-8", "replace")
-    raise ReplyError(f"ERR No samples available for event '{event}'")
+    graph = c.state.latency.graph(argv[2], c.state.now // 1000)
+    if graph is None:
+        event = argv[2].decode("utf-8", "replace")
+        raise ReplyError(f"ERR No samples available for event '{event}'")
+    return Verbatim(graph.encode("utf-8", "surrogateescape"))
 
 
 @command("latency|doctor", 2, LATENCY_ADMIN, acl="dangerous", since="2.8.13", tips=LATENCY_TIPS,
          summary="Reports on the latency samples in words.")
 def latency_doctor(c: Client, argv: list[bytes]) -> Any:
-    enabled = c.state.config["latency-monitor-threshold"] > 0
-    return Verbatim((NO_SPIKE_REPORT if enabled else MONITOR_OFF_REPORT).encode())
+    return Verbatim(c.state.latency.report(c.state.now // 1000, c.state.config).encode())
 
 
 def histogram_commands(c: Client, names: list[bytes]) -> list[Any]:

@@ -22,6 +22,7 @@ from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST, SETTINGS, SLOW, 
 from fakekey.core.expiry import ActiveExpiry
 from fakekey.core.field_expiry import expire_all_fields
 from fakekey.core.keyspace import Database
+from fakekey.core.latency import LatencyMonitor, threshold_ns
 from fakekey.core.monitor import (
     feed_monitors,
     feeds_monitor_after,
@@ -145,6 +146,9 @@ class ServerState:
         self.monitors: list[Client] = []  # MONITOR clients (core/monitor.py)
         self.commandlog = CommandLog()  # SLOWLOG and COMMANDLOG (fakekey/core/commandlog.py)
         self.slow_ns = self._slow_threshold_ns()  # run_command logs runs at least this long
+        self.latency = LatencyMonitor()  # LATENCY's event series (core/latency.py)
+        # run_command samples runs at least this long (latency-monitor-threshold)
+        self.latency_ns = threshold_ns(self.config["latency-monitor-threshold"])
         # a request or a reply bigger than these goes to COMMANDLOG (server.py Connection)
         self.large_request_at = self._size_threshold(LARGE_REQUEST)
         self.large_reply_at = self._size_threshold(LARGE_REPLY)
@@ -230,6 +234,8 @@ class ServerState:
             maxmemory_changed(self, value)
         elif name == "maxmemory-policy":
             self.lfu_on = value.endswith("-lfu")
+        elif name == "latency-monitor-threshold":
+            self.latency_ns = threshold_ns(value)
         elif name in SETTINGS[SLOW]:
             self.slow_ns = self._slow_threshold_ns()
             self._trim_slow_log()
@@ -333,6 +339,9 @@ class ServerState:
 
     def latency_sample(self, event: str, ms: int) -> None:
         """LATENCY's monitor: an event that took `ms` (kept when past the threshold)."""
+        threshold = self.config["latency-monitor-threshold"]
+        if threshold and ms >= threshold:
+            self.latency.add(event, ms, self.clock.now_ms() // 1000)
 
     # --- running commands --------------------------------------------------------------
 
@@ -444,9 +453,7 @@ class ServerState:
         client.cmd = cmd
         # CLIENT NO-TOUCH: this client's reads leave access times alone, except TOUCH
         self.touch_keys = not client.no_touch or cmd.name == "touch"
-        self.commands_processed += 1
         stats = self.command_stats[cmd.index]
-        stats.calls += 1
         monitors = self.monitors
         if monitors and "skip_monitor" in cmd.flags:  # scripts are shown before they run
             feed_monitors(self, client, argv)
@@ -467,7 +474,13 @@ class ServerState:
             stats.failed_calls += 1
             reply = self._count_error(internal_error(cmd, err))
         elapsed = _time_ns() - started  # the wall clock: a step back shortens one duration
+        # a call counts once it ran, as Valkey's (CONFIG RESETSTAT counts itself, INFO not)
+        stats.calls += 1
         stats.ns += elapsed
+        self.commands_processed += 1
+        if elapsed >= self.latency_ns and client.blocked is None:
+            self.latency_sample("fast-command" if "fast" in cmd.flags else "command",
+                                elapsed // 1_000_000)
         if elapsed >= self.slow_ns and "skip_commandlog" not in cmd.flags and client.blocked is None:
             log_command(self, client, argv, elapsed // 1000)
         if monitors and feeds_monitor_after(cmd) and self.blocking.reprocessing is None:

@@ -215,3 +215,39 @@ def test_latency_histogram_counts_calls(r, proto):
     assert fields[("$", b"calls")] == (":", 2)
     assert fields[("$", b"histogram_usec")][0] == MAP[proto]
     assert r.call("LATENCY", "HISTOGRAM", "nosuchcommand") == (MAP[proto], [])
+
+
+def test_latency_histogram_counts_a_command_once_it_ran(r, proto):
+    # CONFIG RESETSTAT counts itself (after its reset); the running LATENCY HISTOGRAM does not
+    r.call("CONFIG", "RESETSTAT")
+    (name, entry), = pairs(r.call("LATENCY", "HISTOGRAM"))
+    assert name == ("$", b"config|resetstat")
+    assert dict(pairs(entry))[("$", b"calls")] == (":", 1)
+    r.call("CLIENT", "ID")
+    named = [name for name, _ in pairs(r.call("LATENCY", "HISTOGRAM", "client", "latency"))]
+    assert sorted(named) == [("$", b"client|id"), ("$", b"latency|histogram")]
+
+
+def test_latency_events_are_recorded_and_reset(r, proto):
+    r.call("CONFIG", "SET", "latency-monitor-threshold", "50")
+    try:
+        r.call("LATENCY", "RESET")
+        assert r.call("DEBUG", "SLEEP", "0.06") == ("+", b"OK")
+        kind, events = r.call("LATENCY", "LATEST")
+        (event,) = events
+        name, at, latest, worst, total, count = event[1]
+        assert (kind, name, count) == ("*", ("$", b"command"), (":", 1))
+        assert latest[1] >= 50 and latest == worst == total
+        assert r.call("LATENCY", "HISTORY", "command") == ("*", [("*", [at, latest])])
+        assert r.call("LATENCY", "HISTORY", "COMMAND") == ("*", [])  # event names keep case
+        graph = r.call("LATENCY", "GRAPH", "command")[1].decode()
+        assert re.match(rf"(txt:)?command - high {latest[1]} ms, low {latest[1]} ms "
+                        rf"\(all time high {latest[1]} ms\)\n-{{80}}\n \n \n \n_\n \n\d\ns\n$", graph)
+        doctor = r.call("LATENCY", "DOCTOR")[1].decode()
+        assert f"1. command: 1 latency spikes (average {latest[1]}ms, mean deviation 0ms" in doctor
+        assert "- Check your Slow Log to understand" in doctor
+        assert r.call("LATENCY", "RESET", "nosuch", "COMMAND") == (":", 1)  # any case
+        assert r.call("LATENCY", "LATEST") == ("*", [])
+    finally:
+        r.call("CONFIG", "SET", "latency-monitor-threshold", "0")
+        r.call("LATENCY", "RESET")
