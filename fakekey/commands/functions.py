@@ -13,6 +13,7 @@ from fakekey.codecs.glob import glob_match
 from fakekey.commands.args import try_int
 from fakekey.core.client import Client
 from fakekey.core.registry import KeySpec, command, container
+from fakekey.core.replicas import NOREPLICAS
 from fakekey.resp.replies import OK, ReplyError, SetReply, Simple
 from fakekey.scripting.bridge import BUSY_EVAL, SMALL_COUNTS, kill_running_script
 from fakekey.scripting.libraries import (
@@ -87,6 +88,8 @@ def run_function(c: Client, argv: list[bytes], *, read_only: bool) -> Any:
         raise NEGATIVE_KEYS
     if read_only and not function.no_writes:
         raise WRITE_FLAG_ON_RO
+    if not function.no_writes and c.state.too_few_replicas:  # one that may write (in EXEC)
+        raise NOREPLICAS
     return engine.runner.execute(FunctionRun.of(engine, c, function, argv, numkeys))
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from fakekey.commands.args import parse_int
 from fakekey.core.client import Client
 from fakekey.core.registry import KeySpec, command, container
+from fakekey.core.replicas import NOREPLICAS
 from fakekey.resp.replies import OK, ReplyError, Simple
 from fakekey.scripting.bridge import SMALL_COUNTS, ScriptRun, kill_running_script
 from fakekey.scripting.scripts import EvalScripts, Script, scripts_of
@@ -92,6 +93,8 @@ def run_eval(c: Client, argv: list[bytes], *, by_sha: bool, read_only: bool) -> 
         sha, script = scripts.load(argv[1], from_eval=True)
     if read_only and script.refused_read_only:
         raise WRITE_FLAG_ON_RO
+    if script.refused_read_only and c.state.too_few_replicas:  # one that may write (in EXEC)
+        raise NOREPLICAS
     run = ScriptRun(scripts.bridge, c, script.fn, numkeys, argv[3:], read_only or script.no_writes)
     if script.allow_oom:
         run.allow_oom = True

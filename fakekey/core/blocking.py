@@ -102,19 +102,18 @@ class Blocking:
                 queue.append(waiter)
         client.blocked = waiter
         self._count += 1
-        self._uncount_run(client, cmd, first=again is None or again.client is not client)
+        self._uncount_run(client, cmd)
         if deadline:
             heapq.heappush(self._deadlines, (deadline, waiter.seq, waiter))
             self._arm_timer()
         return NO_REPLY
 
-    def _uncount_run(self, client: Client, cmd: Command, first: bool) -> None:
-        """The run that just blocked is not a call yet: take back what run_command
-        counted, and (on the first run) the tot-cmds the connection adds after it."""
+    def _uncount_run(self, client: Client, cmd: Command) -> None:
+        """The run that just blocked is not a call yet: take back what run_command counts
+        after it."""
         self.state.stats_of(cmd).calls -= 1
         self.state.commands_processed -= 1
-        if first:
-            client.total_commands -= 1
+        client.total_commands -= 1
 
     def _count_completion(self, waiter: Waiter, elapsed_ns: int, ran: bool) -> None:
         """The blocking command completed: one call, with the time its runs took (`ran`:
@@ -128,7 +127,7 @@ class Blocking:
             stats.ns += elapsed_ns
             if waiter.busy_ns + elapsed_ns >= state.slow_ns:  # the slow log, at completion
                 log_command(state, waiter.client, waiter.argv, (waiter.busy_ns + elapsed_ns) // 1000)
-        waiter.client.total_commands += 1
+            waiter.client.total_commands += 1
 
     def wait_or_deny(self, client: Client, keys: list[bytes], deadline: int, argv: list[bytes],
                      denied_reply: Any, kinds: tuple[str, ...]) -> Any:

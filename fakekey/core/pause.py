@@ -74,7 +74,6 @@ class Pause:
         client.parser.put_back(argv)  # read again when the pause ends
         client.blocked = POSTPONED
         client.cmd = cmd  # CLIENT LIST shows the command it waits to run
-        client.total_commands -= 1  # the connection counts it once it runs
         self.postponed.append(client)
         return NO_REPLY
 
@@ -146,14 +145,15 @@ def may_write(client: Client, cmd: Command, argv: list[bytes]) -> bool:
 
 def script_flags(state: ServerState, name: str, argv: list[bytes]) -> frozenset[str] | None:
     """The flags a script's shebang or a function declares; None when it declares none
-    (no shebang, an unknown script or function): the command's own flags count then."""
-    if name == "eval":
+    (no shebang, an unknown script or function): the command's own flags count then.
+    `name`: EVAL, EVALSHA, FCALL or their _RO forms."""
+    if name == "eval" or name == "eval_ro":
         try:
             engine, flags, _ = parse_shebang(argv[1])
         except Exception:  # noqa: BLE001 - a bad shebang: EVAL itself answers the error
             return None
         return flags if engine is not None else None
-    if name == "evalsha":
+    if name == "evalsha" or name == "evalsha_ro":
         scripts = state.scripts
         script = scripts.lookup(argv[1]) if scripts is not None else None
         return None if script is None or script.compat else script.flags

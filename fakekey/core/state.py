@@ -32,6 +32,7 @@ from fakekey.core.monitor import (
 )
 from fakekey.core.pause import Pause
 from fakekey.core.registry import Command, CommandStats, Registry
+from fakekey.core.replicas import NOREPLICAS, is_write_command, too_few_replicas
 from fakekey.core.tracking import Tracking
 from fakekey.core.transactions import abort_exec
 from fakekey.core.users import Users
@@ -111,6 +112,8 @@ class ServerState:
         self.lfu_on = self.config["maxmemory-policy"].endswith("-lfu")
         self.memory: MemoryTracker | None = None
         self.pre_command_oom = False  # out of memory as the running command began (scripts)
+        # min-replicas-to-write refuses writes: fakekey has no replicas (core/replicas.py)
+        self.too_few_replicas = too_few_replicas(self.config)
         self.eviction_pool: list[tuple[int, int, bytes]] = []
         self.next_eviction_db = 0
         self.evicting = False  # eviction goes on between loop turns (memory/eviction.py)
@@ -234,6 +237,8 @@ class ServerState:
             maxmemory_changed(self, value)
         elif name == "maxmemory-policy":
             self.lfu_on = value.endswith("-lfu")
+        elif name == "min-replicas-to-write" or name == "min-replicas-max-lag":
+            self.too_few_replicas = too_few_replicas(self.config)
         elif name == "latency-monitor-threshold":
             self.latency_ns = threshold_ns(value)
         elif name in SETTINGS[SLOW]:
@@ -391,6 +396,9 @@ class ServerState:
                 return self._reject(client, refusal, cmd.name == "exec")
         if self.tracking is not None:  # tracking-table-max-keys, as Valkey's processCommand
             self.tracking.evict_to_limit(client)
+        if self.too_few_replicas and is_write_command(client, cmd, argv):
+            self.command_stats[cmd.index].rejected_calls += 1
+            return self._reject(client, NOREPLICAS, cmd.name == "exec")
         if client.protocol == 2 and (client.channels or client.patterns or client.shard_channels):
             if cmd.name not in SUBSCRIBED_RESP2:
                 return self._reject(client, ReplyError(
@@ -478,6 +486,12 @@ class ServerState:
         stats.calls += 1
         stats.ns += elapsed
         self.commands_processed += 1
+        # tot-cmds: a command counts for the client it serves, as Valkey counts for its
+        # current client: the caller of an EXEC or a script, a woken blocked client
+        caller = self.current_client
+        if caller is None or self.blocking.reprocessing is not None:
+            caller = client
+        caller.total_commands += 1
         if elapsed >= self.latency_ns and client.blocked is None:
             self.latency_sample("fast-command" if "fast" in cmd.flags else "command",
                                 elapsed // 1_000_000)

@@ -199,7 +199,6 @@ class Connection(asyncio.Protocol):
             if argv is None:
                 break
             reply = state.call(client, argv)
-            client.total_commands += 1
             if client.net_in > self.request_mark:  # enough bytes came: measure the request
                 self._log_large_request(client, argv, reply)
             if client.reply_mode == "on":

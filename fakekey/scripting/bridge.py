@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Final
 from greenlet import GreenletExit, getcurrent, greenlet
 
 from fakekey.core.client import Client
+from fakekey.core.replicas import NOREPLICAS
 from fakekey.core.transactions import end_transaction
 from fakekey.memory.eviction import OOM
 from fakekey.resp.encoder import ENCODERS, format_double
@@ -330,6 +331,7 @@ class _TokenReader:
         self.resp = resp
         self.protocol = protocol
         self.errors: list[ReplyError] = []
+        self.recounted = 0  # error replies already counted where they came from (a pcall)
 
     def read(self) -> Any:
         """The typed reply, built with a stack of open aggregates (no recursion); raises
@@ -371,6 +373,7 @@ class _TokenReader:
         as the tokens, so no stack is needed)."""
         self.pos = 0
         self.errors = []
+        self.recounted = 0
         tokens, protocol = self.tokens, self.protocol
         encode = ENCODERS[protocol].encode
         parts: list[bytes] = []
@@ -415,7 +418,9 @@ class _TokenReader:
         if code == 4:
             message, ignored = self._take(), self._take()
             err = ReplyError(message)
-            if not ignored:
+            if ignored:
+                self.recounted += 1
+            else:
                 self.errors.append(err)
             return err
         if code == 5:
@@ -450,13 +455,14 @@ class _TokenReader:
         return Raw(head + b"".join(encode(item) for item in flat))
 
 
-def outcome_to_reply(outcome: tuple, protocol: int, funcname: bytes = b"") -> tuple[Any, list[ReplyError]]:
+def outcome_to_reply(outcome: tuple, protocol: int,
+                     funcname: bytes = b"") -> tuple[Any, list[ReplyError], int]:
     """The sandbox's `run` outcome (tag, resp, ...) as the reply to the script's caller,
     with the error replies Valkey counts in its error statistics for it (all of them but
-    those that came from commands)."""
+    those that came from commands), and the failed calls it counts on the script command."""
     tag, resp = outcome[0], outcome[1]
     if tag == 0:
-        return scalar_to_reply(outcome[2], resp), []
+        return scalar_to_reply(outcome[2], resp), [], 0
     if tag == 1 or tag == 4:
         tokens = outcome[2:] if tag == 1 else list(outcome[2].values())
         reader = _TokenReader(tokens, resp, protocol)
@@ -464,17 +470,24 @@ def outcome_to_reply(outcome: tuple, protocol: int, funcname: bytes = b"") -> tu
             reply = reader.read()
         except _TooDeep:
             reply = reader.encode_all()
-        return reply, reader.errors
+        return reply, reader.errors, failed_calls(reader.errors, reader.recounted)
     if tag == 2:
         message, source, line, ignored = outcome[2], outcome[3], outcome[4], outcome[5]
         text = message if message is not None else b"ERR unknown error"
         if source is not None and line is not None:
             text += b" script: on " + source + b":" + line + b"."
         err = ReplyError(text)
-        return err, [] if ignored else [err]
+        return err, [] if ignored else [err], 1
     text = outcome[2] if len(outcome) > 2 and outcome[2] is not None else b"execution failure"
     err = ReplyError(b"ERR Error running script " + funcname + b", " + text[:100])
-    return err, [err]
+    return err, [err], 1
+
+
+def failed_calls(counted: list[ReplyError], recounted: int) -> int:
+    """The failed calls a script's reply adds to its command, as Valkey counts them: one
+    for the errors counted now (the command's calls saw the error count move), and one
+    per error counted already (afterErrorReply counts those on the command itself)."""
+    return (1 if counted else 0) + recounted
 
 
 # --- the script's client and its commands --------------------------------------------------
@@ -645,6 +658,8 @@ class CommandBridge:
             if writes or cmd.name in _MAY_REPLICATE:
                 if run.read_only:
                     raise self._refused(READ_ONLY_WRITE, cmd)
+                if writes and state.too_few_replicas:  # a script without a shebang writes
+                    raise self._refused(NOREPLICAS.message, cmd)
                 # out of memory as the script began: refused until its first write (scriptVerifyOOM)
                 if state.pre_command_oom and "denyoom" in flags and not run.dirty and not run.allow_oom:
                     raise self._refused(OOM.message, cmd)
@@ -726,6 +741,7 @@ class ScriptRun:
     # the outcome: the reply, and the error replies Valkey counts for it
     reply: Any = None
     counted_errors: list[ReplyError] | tuple[()] = ()
+    failures = 0  # the failed calls its reply counts on the script's command
 
     started = 0.0  # monotonic seconds, when it runs on the event loop (FUNCTION STATS)
 
@@ -764,11 +780,12 @@ class ScriptRun:
                 self.reply = [value if type(value) is bytes else lua_number_to_int(value)
                               for value in outcome[2:]]
             else:
-                self.reply, self.counted_errors = outcome_to_reply(outcome, self.caller.protocol, self.funcname)
+                self.reply, self.counted_errors, self.failures = outcome_to_reply(
+                    outcome, self.caller.protocol, self.funcname)
         except Exception as err:  # noqa: BLE001 - the caller always gets an answer
             log.exception("script run failed inside fakekey")
             message = ReplyError(f"ERR Error running script: {type(err).__name__}")
-            self.reply, self.counted_errors = message, [message]
+            self.reply, self.counted_errors, self.failures = message, [message], 1
         finally:
             bridge.run = None
 
@@ -863,7 +880,7 @@ class ScriptRunner:
         if run.ended:
             # deliver(), inline: the reply, its errors counted (see there)
             state.deny_blocking = run.blocking_before
-            if run.counted_errors:
+            if run.failures:
                 return self.deliver(run)
             return run.reply
         # past the threshold: the server is BUSY until the run ends
@@ -910,12 +927,10 @@ class ScriptRunner:
         """The reply, once its error replies are counted as Valkey counts them (when the
         run has ended)."""
         self.state.deny_blocking = run.blocking_before
-        errors = run.counted_errors
-        if errors:
-            for err in errors:
-                self.state._count_error(err)
-            if isinstance(run.reply, ReplyError) and run.caller.cmd is not None:
-                self.state.stats_of(run.caller.cmd).failed_calls += 1
+        for err in run.counted_errors:
+            self.state._count_error(err)
+        if run.failures and run.caller.cmd is not None:
+            self.state.stats_of(run.caller.cmd).failed_calls += run.failures
         return run.reply
 
     def server_stopping(self) -> bool:

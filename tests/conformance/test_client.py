@@ -291,6 +291,16 @@ def test_kill_skips_the_caller_unless_told(r2):
         (("MAXAGE", "-1"), b"ERR maxage should be greater than 0"),
         (("MAXAGE", "abc"), b"ERR maxage is not an integer or out of range"),
         ((), b"ERR wrong number of arguments for 'client|kill' command"),
+        # every illegal MAXAGE, IDLE and ID, as Valkey's introspection tests give them
+        (("ID", "-1"), b"ERR client-id should be greater than 0"),
+        (("ID", "1", "ID", "0"), b"ERR client-id should be greater than 0"),
+        (("NOT-ID", "0"), b"ERR client-id should be greater than 0"),
+        (("ID", "10", "wrong_arg"), b"ERR syntax error"),
+        (("ID", "1.5"), b"ERR syntax error"),
+        (("MAXAGE", "0"), b"ERR maxage should be greater than 0"),
+        (("MAXAGE", "1.5"), b"ERR maxage is not an integer or out of range"),
+        (("MAXAGE", "9999999999999999999"), b"ERR maxage is not an integer or out of range"),
+        (("IDLE", "0"), b"ERR idle should be greater than 0"),
     ],
 )
 def test_kill_errors(r2, args, error):

@@ -257,6 +257,53 @@ def test_blocking_command_counts_once_when_timed_out_or_unblocked(r, other, prot
     assert info_section(other, "errorstats")["errorstat_UNBLOCKED"] == "count=1"
 
 
+def own_tot_cmds(conn) -> int:
+    line = conn.call("CLIENT", "INFO")[1].decode()
+    return int(next(f for f in line.split() if f.startswith("tot-cmds="))[len("tot-cmds="):])
+
+
+TOT_CMDS_CASES = [  # (requests, the commands Valkey runs for them)
+    ([("MULTI",), ("SET", "a", "1"), ("GET", "a"), ("EXEC",)], 4),  # EXEC and the two it runs
+    ([("MULTI",), ("EXEC",)], 2),
+    ([("MULTI",), ("SET", "a", "1"), ("DISCARD",)], 2),  # a queued command never ran
+    ([("MULTI",), ("SET", "a"), ("EXEC",)], 2),  # refused at queueing, then EXECABORT
+    ([("MULTI",), ("LPUSH", "l", "1"), ("INCR", "l"), ("EXEC",)], 4),  # a failed one ran
+    ([("EVAL", "redis.call('set','x','1') return redis.call('get','x')", "0")], 3),
+    ([("EVAL", "return redis.pcall('incr','x') and redis.pcall('nosuch')", "0")], 2),
+    ([("MULTI",), ("EVAL", "return redis.call('ping')", "0"), ("EXEC",)], 4),
+    ([("NOSUCH",), ("GET",), ("CLIENT", "NOSUCH")], 0),  # refused before running
+    ([("SET", "x", "1"), ("LPUSH", "x", "1")], 2),  # WRONGTYPE: it ran
+    ([("BLPOP", "nolist", "0.01")], 1),  # timed out: one command
+]
+
+
+@pytest.mark.parametrize(("requests", "ran"), TOT_CMDS_CASES)
+def test_tot_cmds_counts_the_commands_run_for_the_client(r, requests, ran):
+    before = own_tot_cmds(r)
+    for request in requests:
+        r.call(*request)
+    assert own_tot_cmds(r) - before == ran + 1  # and the first CLIENT INFO
+
+
+def test_tot_cmds_counts_a_functions_commands(r):
+    r.call("FUNCTION", "LOAD", "REPLACE", "#!lua name=totlib\n"
+           "server.register_function('two', function() server.call('ping') return server.call('ping') end)")
+    before = own_tot_cmds(r)
+    assert r.call("FCALL", "two", "0") == ("+", b"PONG")
+    assert own_tot_cmds(r) - before == 4
+    r.call("FUNCTION", "DELETE", "totlib")
+
+
+def test_tot_cmds_after_a_watched_key_changed(r, other):
+    r.call("WATCH", "w")
+    other.call("SET", "w", "1")
+    before = own_tot_cmds(r)
+    r.call("MULTI")
+    r.call("SET", "a", "1")
+    assert r.call("EXEC")[1] is None
+    assert own_tot_cmds(r) - before == 3  # CLIENT INFO, MULTI, EXEC
+
+
 # --- 4b. the dirty counter moves by Valkey's amounts -------------------------------------
 
 DIRTY_CASES = [  # (setup steps joined by ' ;; ', command, Valkey's count)

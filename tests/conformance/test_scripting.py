@@ -733,3 +733,185 @@ def test_shebang_is_split_as_valkey_splits_a_line(r):
     assert r.call("EVAL", '#!lua "flags="no-writes\nreturn 1', 0) == (":", 1)
     assert r.call("EVAL", '#!lua flags=no-writes "x\nreturn 1', 0) == (
         "-", b"ERR Invalid engine in script shebang")
+
+
+# --- error accounting: Valkey's "Consistent eval error reporting" -------------------------------
+
+
+def info_fields(r2, section):
+    body = r2.call("INFO", section)[1].decode()
+    return dict(line.split(":", 1) for line in body.splitlines() if ":" in line)
+
+
+def error_accounting(r2, *commands):
+    """(errorstats by code, total_error_replies, {command: (calls, rejected, failed)})."""
+    stats = info_fields(r2, "commandstats")
+    counts = {}
+    for name in commands:
+        raw = stats.get(f"cmdstat_{name}", "")
+        fields = dict(kv.split("=") for kv in raw.split(",") if kv)
+        counts[name] = tuple(int(fields.get(f, 0)) for f in ("calls", "rejected_calls", "failed_calls"))
+    errors = {code[len("errorstat_"):]: value for code, value in info_fields(r2, "errorstats").items()}
+    return errors, int(info_fields(r2, "stats")["total_error_replies"]), counts
+
+
+OOM_TEXT = "OOM command not allowed when used memory > 'maxmemory'."
+RANGE_TEXT = "ERR DB index is out of range"
+RO_TEXT = "ERR Write commands are not allowed from read-only scripts."
+
+ERROR_ACCOUNTING_CASES = [  # (maxmemory, command, reply, errorstats, {command: counts})
+    # refused by the server's state (OOM): rejected for SET, failed for EVAL, counted once
+    (1, ("EVAL", "return redis.call('set','x','y')", "1", "x"), script_error(OOM_TEXT),
+     {"OOM": "count=1"}, {"set": (0, 1, 0), "eval": (1, 0, 1)}),
+    (1, ("EVAL", "return redis.pcall('set','x','y')['err']", "1", "x"), ("$", OOM_TEXT.encode()),
+     {"OOM": "count=1"}, {"set": (0, 1, 0), "eval": (1, 0, 0)}),
+    (1, ("EVAL", "return redis.pcall('set','x','y')", "1", "x"), err(OOM_TEXT),
+     {"OOM": "count=1"}, {"set": (0, 1, 0), "eval": (1, 0, 1)}),
+    # an error reply of the command: failed for both, counted once
+    (0, ("EVAL", "return redis.call('select',99)", "0"), script_error(RANGE_TEXT),
+     {"ERR": "count=1"}, {"select": (1, 0, 1), "eval": (1, 0, 1)}),
+    (0, ("EVAL", "return redis.pcall('select',99)['err']", "0"), ("$", RANGE_TEXT.encode()),
+     {"ERR": "count=1"}, {"select": (1, 0, 1), "eval": (1, 0, 0)}),
+    (0, ("EVAL", "return redis.pcall('select',99)", "0"), err(RANGE_TEXT),
+     {"ERR": "count=1"}, {"select": (1, 0, 1), "eval": (1, 0, 1)}),
+    # refused by the script's state (a write from EVAL_RO)
+    (0, ("EVAL_RO", "return redis.call('set','x','y')", "1", "x"), script_error(RO_TEXT),
+     {"ERR": "count=1"}, {"set": (0, 1, 0), "eval_ro": (1, 0, 1)}),
+    (0, ("EVAL_RO", "return redis.pcall('set','x','y')['err']", "1", "x"), ("$", RO_TEXT.encode()),
+     {"ERR": "count=1"}, {"set": (0, 1, 0), "eval_ro": (1, 0, 0)}),
+    (0, ("EVAL", "return redis.call('geoadd','Sicily','13.361389','38.115556','Palermo')", "1", "x"),
+     script_error("WRONGTYPE Operation against a key holding the wrong kind of value"),
+     {"WRONGTYPE": "count=1"}, {"geoadd": (1, 0, 1), "eval": (1, 0, 1)}),
+    # errors in an array: each one counted already fails the script once more
+    (0, ("EVAL", "return {redis.pcall('select',99), redis.pcall('select',99)}", "0"),
+     ("*", [err(RANGE_TEXT), err(RANGE_TEXT)]), {"ERR": "count=2"},
+     {"select": (2, 0, 2), "eval": (1, 0, 2)}),
+    (0, ("EVAL", "return {redis.error_reply('A x'), redis.error_reply('B y')}", "0"),
+     ("*", [err("A x"), err("B y")]), {"A": "count=1", "B": "count=1"}, {"eval": (1, 0, 1)}),
+    (0, ("EVAL", "return redis.error_reply('MY_ERR_CODE custom msg')", "0"), err("MY_ERR_CODE custom msg"),
+     {"MY_ERR_CODE": "count=1"}, {"eval": (1, 0, 1)}),
+    (0, ("EVAL", "redis.pcall('get') return 1", "0"), (":", 1),
+     {"ERR": "count=1"}, {"get": (0, 1, 0), "eval": (1, 0, 0)}),
+]
+
+
+@pytest.mark.parametrize(("maxmemory", "command", "reply", "errors", "counts"), ERROR_ACCOUNTING_CASES)
+def test_consistent_script_error_reporting(r2, maxmemory, command, reply, errors, counts):
+    r2.call("SET", "Sicily", "1")
+    r2.call("CONFIG", "RESETSTAT")
+    r2.call("CONFIG", "SET", "maxmemory", maxmemory)
+    try:
+        assert r2.call(*command) == reply
+    finally:
+        r2.call("CONFIG", "SET", "maxmemory", "0")
+    total = sum(int(count.split("=")[1]) for count in errors.values())
+    assert error_accounting(r2, *counts) == (errors, total, counts)
+
+
+FUNCTION_ERROR_CASES = [  # (body, command, reply, errorstats, {command: counts})
+    ("return redis.call('select',99)", "FCALL", err(f"{RANGE_TEXT} script: on @user_function:3."),
+     {"ERR": "count=1"}, {"select": (1, 0, 1), "fcall": (1, 0, 1)}),
+    ("return redis.pcall('select',99)", "FCALL", err(RANGE_TEXT),
+     {"ERR": "count=1"}, {"select": (1, 0, 1), "fcall": (1, 0, 1)}),
+    ("return redis.pcall('select',99)['err']", "FCALL", ("$", RANGE_TEXT.encode()),
+     {"ERR": "count=1"}, {"select": (1, 0, 1), "fcall": (1, 0, 0)}),
+    ("return redis.pcall('set','x','y')", "FCALL_RO", err(RO_TEXT),
+     {"ERR": "count=1"}, {"set": (0, 1, 0), "fcall_ro": (1, 0, 1)}),
+    ("return redis.error_reply('MY_ERR x')", "FCALL", err("MY_ERR x"),
+     {"MY_ERR": "count=1"}, {"fcall": (1, 0, 1)}),
+]
+
+
+@pytest.mark.parametrize(("body", "command", "reply", "errors", "counts"), FUNCTION_ERROR_CASES)
+def test_consistent_function_error_reporting(r2, body, command, reply, errors, counts):
+    code = ("#!lua name=errlib\nredis.register_function{function_name='f', callback=function()\n"
+            f"{body}\nend, flags={{'no-writes'}}}}")
+    assert r2.call("FUNCTION", "LOAD", "REPLACE", code) == ("$", b"errlib")
+    r2.call("CONFIG", "RESETSTAT")
+    try:
+        assert r2.call(command, "f", "0") == reply
+    finally:
+        r2.call("FUNCTION", "DELETE", "errlib")
+    total = sum(int(count.split("=")[1]) for count in errors.values())
+    assert error_accounting(r2, *counts) == (errors, total, counts)
+
+
+# --- min-replicas-to-write: a primary without replicas refuses writes --------------------------
+
+NOREPLICAS = "NOREPLICAS Not enough good replicas to write."
+
+
+@pytest.fixture
+def too_few_replicas(r2):
+    r2.call("SET", "x", "some value")
+    r2.call("CONFIG", "SET", "min-replicas-to-write", "1")
+    yield
+    r2.call("CONFIG", "SET", "min-replicas-to-write", "0")
+
+
+@pytest.mark.parametrize(
+    ("command", "reply"),
+    [
+        # scripts that declare no-writes, and scripts without a shebang, start; a write inside
+        # one without a shebang is refused
+        (("EVAL", "#!lua flags=no-writes\nreturn redis.call('get','x')", "1", "x"), ("$", b"some value")),
+        (("EVAL", "return redis.call('get','x')", "1", "x"), ("$", b"some value")),
+        (("EVAL", "#!lua\nreturn redis.call('get','x')", "1", "x"), err(NOREPLICAS)),
+        (("EVAL", "return redis.call('set','x', 1)", "1", "x"), script_error(NOREPLICAS)),
+        (("EVAL", "return redis.pcall('set','x', 1)['err']", "1", "x"), ("$", NOREPLICAS.encode())),
+        (("EVAL", "return redis.call('publish','ch','m')", "0"), (":", 0)),  # not a write
+        (("EVAL", "#!lua\nreturn redis.call('publish','ch','m')", "0"), err(NOREPLICAS)),
+        (("EVAL", "#!lua flags=allow-oom\nreturn 1", "0"), err(NOREPLICAS)),
+        (("EVAL", "#!lua\nreturn 1", "notanumber"), err(NOREPLICAS)),  # before the arguments
+        (("EVAL_RO", "#!lua\nreturn 1", "0"), err(NOREPLICAS)),  # before the _RO check
+        (("EVAL_RO", "return redis.call('get','x')", "1", "x"), ("$", b"some value")),
+        # plain commands
+        (("SET", "x", "1"), err(NOREPLICAS)),
+        (("DEL", "nokey"), err(NOREPLICAS)),
+        (("FLUSHALL",), err(NOREPLICAS)),
+        (("FUNCTION", "FLUSH"), err(NOREPLICAS)),
+        (("GET", "x"), ("$", b"some value")),
+        (("PUBLISH", "ch", "m"), (":", 0)),
+        (("SET", "x"), err("ERR wrong number of arguments for 'set' command")),
+    ],
+)
+def test_not_enough_good_replicas(r2, too_few_replicas, command, reply):
+    assert r2.call(*command) == reply
+
+
+def test_not_enough_good_replicas_for_functions(r2, too_few_replicas):
+    r2.call("CONFIG", "SET", "min-replicas-to-write", "0")
+    r2.call("FUNCTION", "LOAD", "REPLACE", "#!lua name=replib\n"
+            "redis.register_function('w', function(k) return redis.call('get', k[1]) end)\n"
+            "redis.register_function{function_name='ro', callback=function(k) "
+            "return redis.call('get', k[1]) end, flags={'no-writes'}}")
+    r2.call("CONFIG", "SET", "min-replicas-to-write", "1")
+    try:
+        assert r2.call("FCALL", "w", "1", "x") == err(NOREPLICAS)
+        assert r2.call("FCALL_RO", "w", "1", "x") == err(NOREPLICAS)
+        assert r2.call("FCALL", "ro", "1", "x") == ("$", b"some value")
+        # min-replicas-max-lag 0 turns the check off
+        r2.call("CONFIG", "SET", "min-replicas-max-lag", "0")
+        assert r2.call("FCALL", "w", "1", "x") == ("$", b"some value")
+        assert r2.call("SET", "x", "1") == ("+", b"OK")
+    finally:
+        r2.call("CONFIG", "SET", "min-replicas-max-lag", "10")
+        r2.call("FUNCTION", "DELETE", "replib")
+
+
+def test_not_enough_good_replicas_in_transactions(target, r2, too_few_replicas):
+    # refused at queueing: the transaction is discarded
+    assert r2.pipeline(("MULTI",), ("SET", "x", "2"), ("EXEC",))[1:] == [
+        err(NOREPLICAS), err("EXECABORT Transaction discarded because of previous errors.")]
+    # queued while writes were allowed: EXEC of a write is refused
+    r2.call("CONFIG", "SET", "min-replicas-to-write", "0")
+    with target.raw(2) as other:
+        assert r2.pipeline(("MULTI",), ("SET", "x", "2")) == [("+", b"OK"), ("+", b"QUEUED")]
+        other.call("CONFIG", "SET", "min-replicas-to-write", "1")
+        assert r2.call("EXEC") == err(f"EXECABORT Transaction discarded because of: {NOREPLICAS}")
+    # refused inside EXEC: a script that may write, as it starts
+    r2.call("CONFIG", "SET", "min-replicas-to-write", "0")
+    replies = r2.pipeline(("MULTI",), ("CONFIG", "SET", "min-replicas-to-write", "1"),
+                          ("EVAL", "#!lua\nreturn 1", "0"), ("EVAL", "return redis.call('set','x',1)", "0"),
+                          ("EVAL", "#!lua flags=no-writes\nreturn 2", "0"), ("EXEC",))
+    assert replies[-1] == ("*", [("+", b"OK"), err(NOREPLICAS), script_error(NOREPLICAS), (":", 2)])
