@@ -9,7 +9,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from fakekey.codecs.digest import dataset_digest, value_digest
-from fakekey.commands.args import SYNTAX, help_lines, option_allows, parse_int
+from fakekey.commands.args import SYNTAX, help_lines, parse_int
 from fakekey.core.client import Client
 from fakekey.core.keyspace import Database
 from fakekey.core.registry import command
@@ -148,11 +148,6 @@ def swapdb(c: Client, argv: list[bytes]) -> Any:
 
 # --- DEBUG --------------------------------------------------------------------------------
 
-DEBUG_NOT_ALLOWED = ReplyError(
-    'ERR DEBUG command not allowed. If the enable-debug-command option is set to "local", '
-    "you can run it from a local connection, otherwise you need to set this option in the "
-    "configuration file, and then restart the server."
-)
 DEBUG_HELP = [
     "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "DIGEST",
@@ -178,10 +173,6 @@ DEBUG_HELP = [
     "    Print this help.",
 ]
 _LEADING_FLOAT = re.compile(rb"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-
-
-def debug_allowed(c: Client) -> bool:
-    return option_allows(c, "enable-debug-command")
 
 
 def strtod_prefix(raw: bytes) -> float:
@@ -282,10 +273,9 @@ def debug_unknown(sub: bytes) -> ReplyError:
 
 @command("debug", -2, "admin noscript loading stale", acl="dangerous", group=G,
          since="1.0.0", doc_flags="syscmd", complexity="Depends on subcommand.",
+         protected_by="enable-debug-command",
          summary="Holds the commands that help debug the server and its clients.")
 def debug(c: Client, argv: list[bytes]) -> Any:
-    if not debug_allowed(c):
-        raise DEBUG_NOT_ALLOWED
     sub = argv[1].lower()
     argc = len(argv)
     if sub == b"help" and argc == 2:

@@ -28,6 +28,7 @@ from fakekey.codecs.numbers import (  # noqa: F401 - re-exported
     parse_int,
     try_int,
 )
+from fakekey.core.state import protected_allowed
 from fakekey.resp.replies import ReplyError, Simple
 
 if TYPE_CHECKING:
@@ -103,8 +104,4 @@ def help_lines(lines: list[str]) -> list[Simple]:
 def option_allows(c: Client, option: str) -> bool:
     """enable-debug-command, enable-module-command: yes, no, or local (loopback and unix
     socket clients)."""
-    mode = c.state.config[option]
-    if mode == "yes":
-        return True
-    local = c.addr.startswith(("127.", "[::1]", "/")) or not c.addr
-    return mode == "local" and local
+    return protected_allowed(c.state.config[option], c)

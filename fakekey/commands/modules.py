@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakekey.commands.args import help_lines, option_allows
+from fakekey.commands.args import help_lines
 from fakekey.core.client import Client
 from fakekey.core.registry import command, container
 from fakekey.resp.replies import ReplyError
@@ -14,11 +14,6 @@ from fakekey.resp.replies import ReplyError
 G = "server"
 LOADING = "admin noscript no_async_loading"
 
-NOT_ALLOWED = ReplyError(
-    'ERR MODULE command not allowed. If the enable-module-command option is set to "local", '
-    "you can run it from a local connection, otherwise you need to set this option in the "
-    "configuration file, and then restart the server."
-)
 MODULE_HELP = [
     "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "LIST",
@@ -50,30 +45,25 @@ def module_list(c: Client, argv: list[bytes]) -> Any:
     return c.state.module_list()
 
 
-def refuse_loading(c: Client) -> ReplyError:
-    """What LOAD and LOADEX answer: fakekey cannot load a shared library."""
-    if not option_allows(c, "enable-module-command"):
-        return NOT_ALLOWED
-    return ReplyError("ERR Error loading the extension. Please check the server logs.")
+LOADING_FAILED = ReplyError("ERR Error loading the extension. Please check the server logs.")
+PROTECTED = "enable-module-command"  # what allows LOAD, LOADEX and UNLOAD (Valkey's PROTECTED)
 
 
-@command("module|load", -3, LOADING, acl="dangerous", since="4.0.0",
+@command("module|load", -3, LOADING, acl="dangerous", since="4.0.0", protected_by=PROTECTED,
          summary="Loads a module from a shared library (fakekey loads none).")
 def module_load(c: Client, argv: list[bytes]) -> Any:
-    raise refuse_loading(c)
+    raise LOADING_FAILED  # fakekey cannot load a shared library
 
 
-@command("module|loadex", -3, LOADING, acl="dangerous", since="7.0.0",
+@command("module|loadex", -3, LOADING, acl="dangerous", since="7.0.0", protected_by=PROTECTED,
          summary="Loads a module with configurations and arguments (fakekey loads none).")
 def module_loadex(c: Client, argv: list[bytes]) -> Any:
-    raise refuse_loading(c)
+    raise LOADING_FAILED
 
 
-@command("module|unload", 3, LOADING, acl="dangerous", since="4.0.0",
+@command("module|unload", 3, LOADING, acl="dangerous", since="4.0.0", protected_by=PROTECTED,
          summary="Unloads a module (the emulated ones stay).")
 def module_unload(c: Client, argv: list[bytes]) -> Any:
-    if not option_allows(c, "enable-module-command"):
-        raise NOT_ALLOWED
     loaded = {m[b"name"] for m in c.state.module_list()}
     if argv[2] not in loaded:
         raise ReplyError("ERR Error unloading module: no such module with that name")

@@ -88,6 +88,8 @@ class Command:
     parent: Command | None = None
     # its place in every server's table of counters (ServerState.command_stats)
     index: int = -1
+    # Valkey's PROTECTED flag: the setting (yes, no, local) that allows it (DEBUG, MODULE LOAD)
+    protected_by: str = ""
 
     @property
     def full_name(self) -> str:
@@ -285,11 +287,13 @@ def command(
     tips: str = "",
     module: str = "",
     dirty: Dirty | None = None,
+    protected_by: str = "",
 ) -> Callable[[Handler], Handler]:
     """Declare a command next to its handler. `name` may be "parent|sub". A module's
     command carries Valkey's `module` flag and belongs to the group `module`. `dirty`:
     how the command moves the dirty counter, when not one per change the write funnel
-    sees (fakekey/core/dirty.py)."""
+    sees (fakekey/core/dirty.py). `protected_by`: the enable-*-command setting that
+    allows it (Valkey's PROTECTED flag, checked before authentication and ACL)."""
 
     if isinstance(keys, KeySpec):
         keys = (keys,)
@@ -311,6 +315,7 @@ def command(
                 get_keys=get_keys,
                 tips=tuple(tips.split()),
                 module=module,
+                protected_by=protected_by,
             )
         )
         return fn

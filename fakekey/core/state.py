@@ -382,6 +382,9 @@ class ServerState:
                     found = NOAUTH  # an unauthenticated client learns nothing from the error
                 return self._reject(client, found, argv[0].lower() == b"exec")
             cmd = found
+        if cmd.protected_by and not protected_allowed(self.config[cmd.protected_by], client):
+            self.command_stats[cmd.index].rejected_calls += 1  # before auth and ACL, as Valkey
+            return self._reject(client, protected_refusal(cmd), cmd.name == "exec")
         if not client.authenticated and "no_auth" not in cmd.flags and self.users.auth_required():
             return self._reject(client, NOAUTH, cmd.name == "exec")
         if not client.acl_unrestricted:  # the one ACL test an unrestricted client pays
@@ -551,6 +554,23 @@ class ServerState:
     def notify(self, db: Database, klass: str, event: str, key: bytes) -> None:
         """A keyspace notification (callers check `notify_flags` first: it is cheap)."""
         self.pubsub.notify(db, klass, event, key)
+
+
+def protected_allowed(mode: str, client: Client) -> bool:
+    """enable-debug-command, enable-module-command, enable-protected-configs: yes, no,
+    or local (loopback and unix socket clients, and the server's own)."""
+    if mode == "yes":
+        return True
+    local = client.addr.startswith(("127.", "[::1]", "/")) or not client.addr
+    return mode == "local" and local
+
+
+def protected_refusal(cmd: Command) -> ReplyError:
+    name = (cmd.parent or cmd).name.upper()
+    return ReplyError(
+        f'ERR {name} command not allowed. If the {cmd.protected_by} option is set to "local", '
+        "you can run it from a local connection, otherwise you need to set this option in the "
+        "configuration file, and then restart the server.")
 
 
 def internal_error(cmd: Command, err: Exception) -> ReplyError:

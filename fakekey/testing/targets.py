@@ -84,9 +84,10 @@ class FakekeyTarget(Target):
     name = "fakekey"
     is_fakekey = True
 
-    def __init__(self) -> None:
+    def __init__(self, *flags: str) -> None:
+        """`flags`: more command-line settings, after the common ones."""
         self.dir = tempfile.mkdtemp(prefix="fakekey-target-")
-        self.server = Server(config=parse_argv(server_flags(self.dir)))
+        self.server = Server(config=parse_argv([*server_flags(self.dir), *flags]))
 
     def start(self) -> None:
         self.server.start()
@@ -102,15 +103,17 @@ class ValkeyTarget(Target):
 
     name = "valkey"
 
-    def __init__(self, binary: str) -> None:
+    def __init__(self, binary: str, *flags: str) -> None:
+        """`flags`: more command-line settings, after the common ones."""
         self.binary = binary
+        self.flags = flags
         self.proc: subprocess.Popen[bytes] | None = None
         self.dir = tempfile.mkdtemp(prefix="fakekey-valkey-")
 
     def start(self) -> None:
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [self.binary, "--port", str(self.port), *server_flags(self.dir)],
+            [self.binary, "--port", str(self.port), *server_flags(self.dir), *self.flags],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

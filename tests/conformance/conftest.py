@@ -8,7 +8,7 @@ a valkey-server binary is found), or FAKEKEY_TARGET_URL for any running server. 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -29,9 +29,9 @@ def _target_names() -> list[str]:
     return [n.strip() for n in names.split(",") if n.strip()]
 
 
-def _make(name: str) -> Target:
+def _make(name: str, *flags: str) -> Target:
     if name == "fakekey":
-        return FakekeyTarget()
+        return FakekeyTarget(*flags)
     if name == "url":
         return UrlTarget(os.environ["FAKEKEY_TARGET_URL"])
     if name == "valkey":
@@ -41,7 +41,7 @@ def _make(name: str) -> Target:
             if os.environ.get("CI"):
                 pytest.fail(message)
             pytest.skip(message)
-        return ValkeyTarget(binary)
+        return ValkeyTarget(binary, *flags)
     raise ValueError(f"unknown target {name!r}")
 
 
@@ -71,6 +71,25 @@ def target(request: pytest.FixtureRequest) -> Iterator[Target]:
         pytest.skip("needs fakekey's own commands")
     tgt.reset()
     yield tgt
+
+
+@pytest.fixture
+def private_target(target: Target) -> Iterator[Callable[..., Target]]:
+    """A maker of servers of `target`'s kind started with more flags (settings the shared
+    servers cannot change at run time), each stopped after the test."""
+    made: list[Target] = []
+
+    def make(*flags: str) -> Target:
+        if target.name == "url":
+            pytest.skip("needs a server started with other settings")
+        server = _make(target.name, *flags)
+        server.start()
+        made.append(server)
+        return server
+
+    yield make
+    for server in made:
+        server.stop()
 
 
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])

@@ -319,6 +319,31 @@ def test_debug_is_refused_by_default():
         assert client.call("DEBUG", "SLEEP", "0") == ("+", b"OK")
 
 
+DEBUG_REFUSED = (
+    "-", b'ERR DEBUG command not allowed. If the enable-debug-command option is set to '
+    b'"local", you can run it from a local connection, otherwise you need to set this '
+    b"option in the configuration file, and then restart the server.")
+
+
+def test_debug_refused_before_acl_and_auth(private_target):
+    """The enable-debug-command check comes before authentication and ACL (Valkey's
+    PROTECTED flag in processCommand): no ACL LOG entry, a refusal counted, and a queued
+    DEBUG dooms its transaction."""
+    server = private_target("--enable-debug-command", "no")
+    with server.raw() as admin, server.raw() as user:
+        assert admin.call("ACL", "SETUSER", "u", "on", "nopass", "+@all", "-debug") == ("+", b"OK")
+        assert user.call("DEBUG", "HELP") == DEBUG_REFUSED  # the default user, unrestricted
+        assert user.call("AUTH", "u", "x") == ("+", b"OK")
+        assert user.call("DEBUG", "HELP") == DEBUG_REFUSED
+        assert admin.call("ACL", "LOG") == ("*", [])
+        assert user.call("MULTI") == ("+", b"OK")
+        assert user.call("DEBUG", "SLEEP", "0") == DEBUG_REFUSED
+        assert user.call("EXEC") == ("-", b"EXECABORT Transaction discarded because of previous errors.")
+        stats = admin.call("INFO", "commandstats")[1]
+        assert b"cmdstat_debug:calls=0,usec=0,usec_per_call=0.00,rejected_calls=3,failed_calls=0" in stats
+        assert admin.call("MODULE", "UNLOAD", "x")[1].startswith(b"ERR MODULE command not allowed.")
+
+
 # --- SHUTDOWN, SAVE, LASTSAVE, WAIT, ROLE -----------------------------------------------------
 
 
