@@ -350,6 +350,14 @@ def scan(c: Client, argv: list[bytes]) -> Any:
          tips="request_policy:all_shards response_policy:special nondeterministic_output",
          summary="Answers a random key name, or null when the database is empty.")
 def randomkey(c: Client, argv: list[bytes]) -> Any:
+    if c.state.paused is None:  # O(1) a draw; an expired draw is deleted and another drawn
+        return c.db.random_key()
+    return random_key_while_paused(c)
+
+
+def random_key_while_paused(c: Client) -> bytes | None:
+    """CLIENT PAUSE keeps expired keys: draws skip them without deleting, and when every
+    key has expired Valkey answers one of them."""
     db = c.db
     candidates = list(db.data)
     while candidates:

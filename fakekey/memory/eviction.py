@@ -98,6 +98,7 @@ class MemoryTracker:
         # per database, by the identity of its data dict (SWAPDB exchanges the dicts)
         self.tables: dict[int, KeyTable] = {}
         self.used = 0
+        self.uncounted_bytes = 0  # the keys not counted yet, at the counted ones' mean size
         # the keys present when tracking began, estimated a slice at a time: a keyspace
         # of millions is counted between loop turns, not in one (`count_existing`)
         self.uncounted: list[tuple[Database, dict[bytes, Any], list[bytes]]] = [
@@ -119,12 +120,23 @@ class MemoryTracker:
             if not keys:
                 uncounted.pop()
             if loop is not None and _perf_counter_ns() > deadline:
+                self._estimate_uncounted()
                 loop.call_soon(self._count_more)
                 return
+        self.uncounted_bytes = 0
+
+    def _estimate_uncounted(self) -> None:
+        counted = sum(len(table.sizes) for table in self.tables.values())
+        remaining = sum(len(keys) for _, _, keys in self.uncounted)
+        self.uncounted_bytes = remaining * self.used // max(counted, 1)
 
     def _count_more(self) -> None:
-        if self.state.memory is self:  # maxmemory still set
-            self.count_existing(_perf_counter_ns() + COUNT_SLICE_NS)
+        state = self.state
+        if state.memory is not self:  # maxmemory was turned off
+            return
+        self.count_existing(_perf_counter_ns() + COUNT_SLICE_NS)
+        if not self.uncounted and state.maxmemory and self.used + STARTUP_MEMORY > state.maxmemory:
+            make_room(state)  # all counted, and over: eviction starts, as Valkey's would have
 
     def table(self, db: Database) -> KeyTable:
         table = self.tables.get(id(db.data))
@@ -170,7 +182,7 @@ def used_memory(state: ServerState) -> int:
     tracker = state.memory
     if tracker is None:
         tracker = state.memory = MemoryTracker(state)
-    return STARTUP_MEMORY + tracker.used
+    return STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes
 
 
 def maxmemory_changed(state: ServerState, maxmemory: int) -> None:
@@ -191,7 +203,7 @@ def refuses(state: ServerState, client: Client, cmd: Command, argv: list[bytes])
     refusal for a command that may grow memory (denyoom; anything queued in MULTI; EXEC
     of a queue holding one). Remembers the outcome for scripts (pre_command_oom)."""
     tracker = state.memory
-    if tracker is not None and STARTUP_MEMORY + tracker.used <= state.maxmemory:
+    if tracker is not None and STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes <= state.maxmemory:
         state.pre_command_oom = False  # the common case, in one comparison
         return None
     out_of_memory = not make_room(state)
@@ -248,10 +260,10 @@ def make_room(state: ServerState) -> bool:
     deadline = started + eviction_time_limit_ns(state.config["maxmemory-eviction-tenacity"])
     evicted = 0
     fits = True
-    while STARTUP_MEMORY + tracker.used > limit:
+    while STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes > limit:
         picked = pick_random(state, policy) if policy.endswith("-random") else pick_best(state, policy)
-        if picked is None:
-            fits = False
+        if picked is None:  # nothing more to evict, unless keys are still being counted
+            fits = bool(tracker.uncounted)
             break
         evict(state, *picked)
         evicted += 1
@@ -259,7 +271,7 @@ def make_room(state: ServerState) -> bool:
             evict_later(state)
             break
     state.latency_sample("eviction-cycle", (_perf_counter_ns() - started) // 1_000_000)
-    if STARTUP_MEMORY + tracker.used <= limit:
+    if STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes <= limit:
         eviction_ended(state)
     else:
         eviction_exceeded(state)

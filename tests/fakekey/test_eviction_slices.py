@@ -56,11 +56,25 @@ def test_eviction_past_its_time_limit_goes_on_between_loop_turns() -> None:
         limit = STARTUP_MEMORY + (used - STARTUP_MEMORY) // 10
         r.config_set("maxmemory", str(limit))
         assert r.set("written", "while evicting")  # not refused: eviction is running
-        until(lambda: r.info("memory")["used_memory"] <= limit)
+        state = server.state  # watched without commands: eviction goes on by itself
+        until(lambda: STARTUP_MEMORY + state.memory.used + state.memory.uncounted_bytes <= limit)
         stats = r.info("stats")
         assert stats["evicted_keys"] > KEYS // 2
         assert stats["current_eviction_exceeded_time"] == 0
         r.close()
+
+
+def test_eviction_begins_when_the_keys_there_are_counted() -> None:
+    """maxmemory set below a keyspace still being counted: the estimate covers the keys
+    not counted yet, and eviction runs on without any command to start it."""
+    with Server(maxmemory_policy="allkeys-random") as server:
+        r = loaded(server)
+        r.config_set("maxmemory", "1200000")  # and no command after it
+        r.close()
+        state = server.state
+        until(lambda: state.memory is not None and not state.memory.uncounted)
+        until(lambda: STARTUP_MEMORY + state.memory.used <= 1_200_000)
+        assert state.stats["evicted_keys"] > 0
 
 
 def test_tenacity_sets_the_time_limit_as_valkey() -> None:
