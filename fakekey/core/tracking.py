@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import time
 from typing import TYPE_CHECKING, Any
 
 from fakekey.resp.replies import Raw
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from fakekey.core.state import ServerState
 
 CHANNEL = b"__redis__:invalidate"  # RESP2 redirect targets get messages on it
+EVICTION_SLICE_NS = 5_000_000  # the longest one call of evict_to_limit runs
 # "every key" after a flush: the null of the *tracking* client's protocol, even when the
 # message goes to a redirect target speaking the other one (Valkey's shared.null[c->resp])
 FLUSH_NULL = {2: Raw(b"$-1\r\n"), 3: Raw(b"_\r\n")}
@@ -219,7 +221,8 @@ class Tracking:
         """Hold the table to tracking-table-max-keys, as Valkey's trackingLimitUsedSlots
         (from the cron, and before each command): random keys go, each with its
         invalidation as if written. A call evicts at most 100 keys, 100 more for each call
-        before it that ended still over the limit, so a huge table shrinks over several
+        before it that ended still over the limit, and stops after EVICTION_SLICE_NS (the
+        invalidations cost far more here than in C), so a huge table shrinks over several
         calls without holding the server. `current`: the client whose command is about to
         run (Valkey's server.current_client: NOLOOP leaves it out of the invalidations)."""
         if not self.clients:  # Valkey looks only while some client is tracking
@@ -231,11 +234,14 @@ class Tracking:
         if len(table) <= limit:
             self._evict_effort = 0
             return
-        for _ in range(100 * (self._evict_effort + 1)):
+        deadline = time.perf_counter_ns() + EVICTION_SLICE_NS
+        for done in range(1, 100 * (self._evict_effort + 1) + 1):
             self._drop(self._random_key(), current)
             if len(table) <= limit:
                 self._evict_effort = 0
                 return
+            if done % 64 == 0 and time.perf_counter_ns() > deadline:
+                break
         self._evict_effort += 1
 
     def _random_key(self) -> bytes:
