@@ -64,6 +64,16 @@ def test_equal_scores_are_ordered_by_their_bytes(r):
     assert r.call("SORT", "l", "DESC") == ("*", list(reversed(expected[1])))
 
 
+def test_integers_written_one_way_sort_by_value_alone(r):
+    """Repeated canonical integers (equal score, equal bytes), and one written another
+    way (-0) that must then tie with 0 by its bytes."""
+    r.call("RPUSH", "l", "5", "3", "5", "-12", "0", "3", "100", "-12")
+    assert r.call("SORT", "l") == bulks("-12", "-12", "0", "3", "3", "5", "5", "100")
+    assert r.call("SORT", "l", "DESC", "LIMIT", "1", "3") == bulks("5", "5", "3")
+    r.call("RPUSH", "l", "-0")
+    assert r.call("SORT", "l") == bulks("-12", "-12", "-0", "0", "3", "3", "5", "5", "100")
+
+
 @pytest.mark.parametrize("element, ok", [
     ("infinity", True), ("-Infinity", True), ("+inf", True), (".5", True), ("5.", True),
     ("+7", True), ("1E2", True), ("1e+2", True), ("4e-324", True), ("0e-5000", True),
