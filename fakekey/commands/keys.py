@@ -18,7 +18,8 @@ from fakekey.commands.args import (
     parse_int,
     try_int,
 )
-from fakekey.commands.scan import at_start, bucket_page, hash_order, parse_cursor, parse_scan_options
+from fakekey.commands.key_order import key_orders
+from fakekey.commands.scan import orders_page, parse_cursor, parse_scan_options, table_bits
 from fakekey.core.client import Client
 from fakekey.core.dirty import INTEGER_REPLY, ONE_IF_WRITTEN
 from fakekey.core.keyspace import STRING_TYPES, Database, type_name
@@ -304,26 +305,16 @@ def keys_(c: Client, argv: list[bytes]) -> Any:
     return live_keys(db, list(filter(compile_glob(pattern), db.data)))
 
 
-def scan_order(db: Database, restart: bool) -> list[bytes]:
-    """The keys in scan order, rebuilt at each new iteration (at bucket 0) or when the data
-    changed identity (SWAPDB). A cached order may hold deleted keys (skipped when met)
-    and miss keys added since: SCAN may or may not return those; but every key present
-    when an iteration began is in every order built since, at a stable position."""
-    cached = db.scan_order
-    if restart or cached is None or cached[0] is not db.data:
-        cached = (db.data, hash_order(db.data))
-        db.scan_order = cached
-    return cached[1]
-
-
 def scan_page(
     db: Database, cursor: int, count: int, matches: Matcher | None, kind: bytes | None
 ) -> tuple[int, list[bytes]]:
     """One SCAN call: visit whole buckets from `cursor`'s on until `count` live keys are
     visited (db.exists skips keys deleted since and expires due ones on the way), then
     filter them."""
-    order = scan_order(db, at_start(cursor, len(db.data)))
-    next_cursor, visited = bucket_page(order, cursor, len(db.data), count, db.exists)
+    orders = key_orders(db, now=db.state.deny_blocking)  # a script or EXEC cannot wait
+    if orders is None:  # a big keyspace's first order is being built: come back
+        return 1 << table_bits(len(db.data)), []  # masked to bucket 0, not the end
+    next_cursor, visited = orders_page(orders, cursor, len(db.data), count, db.exists)
     found = [
         key for key in visited
         if (matches is None or matches(key))

@@ -85,6 +85,37 @@ def bucket_page(
     return (reverse_bits(bucket_of(order[i], shift), bits) if i < end else 0), visited
 
 
+def orders_page(
+    orders: list[list[bytes]], cursor: int, size: int, count: int, alive: Callable[[bytes], bool]
+) -> tuple[int, list[bytes]]:
+    """`bucket_page` over several sorted orders walked as one (SCAN's keys: the order
+    kept since the last rebuild and the keys added since, fakekey/commands/key_order.py).
+    A key in both (deleted, then added again) is visited once."""
+    if len(orders) == 1:
+        return bucket_page(orders[0], cursor, size, count, alive)
+    bits = table_bits(size)
+    shift = POSITION_BITS - bits
+    start = reverse_bits(cursor & ((1 << bits) - 1), bits) << shift
+    at = [bisect_left(order, start - HASH_OFFSET, key=hash) for order in orders]
+    visited: list[bytes] = []
+    current = -1  # the bucket being visited
+    while True:
+        best, best_hash = -1, 0
+        for k, order in enumerate(orders):
+            if at[k] < len(order) and (best < 0 or hash(order[at[k]]) < best_hash):
+                best, best_hash = k, hash(order[at[k]])
+        if best < 0:
+            return 0, visited
+        bucket = (best_hash + HASH_OFFSET) >> shift
+        if len(visited) >= count and bucket != current:
+            return reverse_bits(bucket, bits), visited
+        item = orders[best][at[best]]
+        at[best] += 1
+        current = bucket
+        if alive(item) and not (visited and visited[-1] == item):
+            visited.append(item)
+
+
 def bucket_of(item: bytes, shift: int) -> int:
     """The bucket holding `item` in a table of 2**(64 - shift) buckets."""
     return (hash(item) + HASH_OFFSET) >> shift

@@ -38,7 +38,7 @@ class Database:
     __slots__ = (
         "state", "index", "data", "expires", "access", "watched", "waiting", "scan_order",
         "numbers_as_text", "lfu", "lfu_touched", "sampled_keys", "sampled_volatile",
-        "field_ttl_keys", "sampled_field_ttls",
+        "field_ttl_keys", "sampled_field_ttls", "scan_added",
     )
 
     def __init__(self, state: ServerState, index: int) -> None:
@@ -49,7 +49,9 @@ class Database:
         self.access: dict[bytes, int] = {}  # key -> ms of last access (OBJECT IDLETIME)
         self.watched: dict[bytes, set[Client]] = {}  # WATCH
         self.waiting: dict[bytes, Any] = {}  # key -> FIFO of blocked clients
-        self.scan_order: Any = None  # SCAN's cached key order (commands/keys.py)
+        self.scan_order: Any = None  # SCAN's key order, kept once scanned (commands/key_order.py)
+        # ... and the keys added since it last looked (None: no order kept)
+        self.scan_added: list[bytes] | None = None
         # strings that read as integers but are not stored as one (INCRBYFLOAT's result:
         # Valkey keeps it embstr): OBJECT ENCODING asks; any new value or removal forgets
         self.numbers_as_text: set[bytes] = set()
@@ -144,6 +146,8 @@ class Database:
         self.data[key] = value
         if old is None:
             self.sampled_keys.added(key, self.data)
+            if self.scan_added is not None:
+                self._scan_added(key)
         if type(value) is HashValue and value.ttls:  # RESTORE, COPY: its fields expire here
             self.track_field_ttls(key)
         if self.numbers_as_text:
@@ -152,6 +156,15 @@ class Database:
             self.expires.pop(key, None)
         self.access[key] = self.state.now
         self.written(key, event, klass)
+
+    def _scan_added(self, key: bytes) -> None:
+        """A new key, for SCAN's kept order; one never scanned again forgets the order
+        once the keys added outnumber the keys (they would keep deleted keys alive)."""
+        added = self.scan_added
+        assert added is not None
+        added.append(key)
+        if len(added) > len(self.data) + 1024:
+            self.scan_order = self.scan_added = None
 
     def track_field_ttls(self, key: bytes) -> None:
         """The hash at `key` has field TTLs: active expiry must look at it."""
@@ -224,6 +237,8 @@ class Database:
         self.data[key] = value
         if new:
             self.sampled_keys.added(key, self.data)
+            if self.scan_added is not None:
+                self._scan_added(key)
         if type(value) is HashValue and value.ttls:
             self.track_field_ttls(key)
         self.access[key] = now
@@ -348,6 +363,7 @@ class Database:
         self.sampled_keys.clear()
         self.sampled_volatile.clear()
         self.sampled_field_ttls.clear()
+        self.scan_order = self.scan_added = None  # it would keep every key alive
         for key in gone:
             self.state.blocking.signal_deleted(self, key)
 
