@@ -10,6 +10,7 @@ gone."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Final
 
 from fakekey.core.field_expiry import expire_fields_some
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from fakekey.core.state import ServerState
 
 _monotonic_ns: Final = time.monotonic_ns
+Step = Callable[["Database", int, int], "tuple[int, int]"]  # (db, now, count) -> (looked, deleted)
 
 KEYS_PER_LOOP = 20  # ACTIVE_EXPIRE_CYCLE_KEYS_PER_LOOP
 FAST_DURATION_US = 1000  # ACTIVE_EXPIRE_CYCLE_FAST_DURATION
@@ -111,9 +113,19 @@ class ActiveExpiry:
 
     def _expire_keys(self, db: Database, now: int, effort: Effort, deadline: int) -> tuple[int, int]:
         """Steps of a few keys each while the keys met are mostly expired."""
+        return self._steps(db, db.expires, expire_keys_some, now, effort, deadline)
+
+    def _expire_fields(self, db: Database, now: int, effort: Effort, deadline: int) -> tuple[int, int]:
+        """The same for the hashes with field TTLs: a few hashes a step."""
+        return self._steps(db, db.field_ttl_keys, expire_fields_some, now, effort, deadline)
+
+    def _steps(self, db: Database, pending: Collection[bytes], step: Step, now: int,
+               effort: Effort, deadline: int) -> tuple[int, int]:
+        """Run `step` over a few of `pending` at a time until most of those met were not
+        due, or the deadline passed (looked at every few steps). (looked at, deleted)"""
         total_sampled = total_expired = steps = 0
-        while db.expires:
-            sampled, expired = db.expire_some(now, effort.keys_per_loop)
+        while pending:
+            sampled, expired = step(db, now, effort.keys_per_loop)
             total_sampled += sampled
             total_expired += expired
             steps += 1
@@ -124,20 +136,9 @@ class ActiveExpiry:
                 break
         return total_sampled, total_expired
 
-    def _expire_fields(self, db: Database, now: int, effort: Effort, deadline: int) -> tuple[int, int]:
-        """The same for the hashes with field TTLs: a few hashes a step."""
-        total_sampled = total_expired = steps = 0
-        while db.field_ttl_keys:
-            sampled, expired = expire_fields_some(db, now, effort.keys_per_loop)
-            total_sampled += sampled
-            total_expired += expired
-            steps += 1
-            if steps % TIME_CHECK_EVERY == 0 and _monotonic_ns() > deadline:
-                self.timed_out = True
-                break
-            if expired * 100 <= sampled * effort.acceptable_stale:
-                break
-        return total_sampled, total_expired
+
+def expire_keys_some(db: Database, now: int, count: int) -> tuple[int, int]:
+    return db.expire_some(now, count)
 
 
 def moving_stale_perc(average: float, sampled: int, expired: int) -> float:

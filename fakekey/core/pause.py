@@ -133,14 +133,22 @@ class Pause:
 def may_write(client: Client, cmd: Command, argv: list[bytes]) -> bool:
     """Valkey's is_may_replicate_command: the write and may-replicate flags, a script's or
     function's declared flags in place of EVAL's and FCALL's, and EXEC's queue."""
+    return writes(client, cmd, argv, SCRIPT_CALLERS, MAY_REPLICATE)
+
+
+def writes(client: Client, cmd: Command, argv: list[bytes], scripts: frozenset[str],
+           also: frozenset[str] = frozenset()) -> bool:
+    """Whether a call writes by its flags (or is named in `also`): a script's or
+    function's declared flags in place of those of the commands in `scripts`, and for
+    EXEC, any command of its queue."""
     name = cmd.name
     if name == "exec":
-        return any(may_write(client, queued, args) for queued, args in client.multi_queue)
-    if name in SCRIPT_CALLERS:
+        return any(writes(client, queued, args, scripts, also) for queued, args in client.multi_queue)
+    if name in scripts:
         declared = script_flags(client.state, name, argv)
         if declared is not None:
             return "no-writes" not in declared
-    return "write" in cmd.flags or name in MAY_REPLICATE
+    return "write" in cmd.flags or name in also
 
 
 def script_flags(state: ServerState, name: str, argv: list[bytes]) -> frozenset[str] | None:

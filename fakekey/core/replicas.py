@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fakekey.core.pause import script_flags
+from fakekey.core.pause import writes
 from fakekey.resp.replies import ReplyError
 
 if TYPE_CHECKING:
@@ -30,11 +30,4 @@ def too_few_replicas(config: Config) -> bool:
 def is_write_command(client: Client, cmd: Command, argv: list[bytes]) -> bool:
     """Valkey's is_write_command: the write flag, or a script's or function's declared
     flags in place of its command's, or EXEC of a queue holding a write."""
-    name = cmd.name
-    if name == "exec":
-        return any(is_write_command(client, queued, args) for queued, args in client.multi_queue)
-    if name in SCRIPT_RUNNERS:
-        declared = script_flags(client.state, name, argv)
-        if declared is not None:
-            return "no-writes" not in declared
-    return "write" in cmd.flags
+    return writes(client, cmd, argv, SCRIPT_RUNNERS)
