@@ -12,6 +12,7 @@ from typing import Any
 from fakekey.commands.args import SYNTAX, help_lines, parse_int, try_int
 from fakekey.core.blocking import UNBLOCKED_ERROR
 from fakekey.core.client import Client
+from fakekey.core.outbuf import CLIENT_STRUCT, STATIC_BUFFER, pubsub_memory
 from fakekey.core.pause import end_pause, start_pause
 from fakekey.core.registry import command, container
 from fakekey.resp.replies import NO_REPLY, OK, ReplyError, SetReply, Verbatim
@@ -240,9 +241,6 @@ def client_help(c: Client, argv: list[bytes]) -> Any:
 
 # --- CLIENT LIST / INFO -------------------------------------------------------------------
 
-BASE_CLIENT_MEMORY = 16992  # Valkey's idle client: query and reply buffers and the struct
-
-
 def client_type(client: Client) -> str:
     """normal or pubsub: fakekey has no primary or replica connections."""
     return "pubsub" if client.subscriptions or client.shard_channels else "normal"
@@ -255,12 +253,41 @@ def queue_slots_memory(queued: int) -> int:
     return 32 * slots
 
 
-def client_line(client: Client, argv_mem: int = 0) -> str:
+def output_figures(client: Client) -> tuple[int, int, int]:
+    """obl, oll and omem: the output the client has not taken, as Valkey buffers it
+    (fakekey/core/outbuf.py)."""
+    connection = client.connection
+    return (0, 0, 0) if connection is None else connection.output_figures()
+
+
+def client_memory(client: Client, omem: int, argv_mem: int = 0, argc: int = 0) -> int:
+    """getClientMemoryUsage (tot-mem): the client struct, its static reply buffer, its
+    output (omem), query buffer, running command's arguments, MULTI queue and
+    subscription tables."""
+    connection = client.connection
+    queued = len(client.queued_commands())
+    return (CLIENT_STRUCT + (STATIC_BUFFER if connection is None else connection.buf_size)
+            + omem + client.parser.buffered() + argv_mem + 8 * argc
+            + client.multi_memory() + queue_slots_memory(queued)
+            + pubsub_memory(len(client.channels), len(client.patterns), len(client.shard_channels)))
+
+
+def clients_memory(clients: list[Client]) -> int:
+    """INFO mem_clients_normal, MEMORY STATS clients.normal: every client's tot-mem as
+    Valkey's cron counts it (no command running)."""
+    return sum(client_memory(client, output_figures(client)[2]) for client in clients)
+
+
+def client_line(client: Client, argv_mem: int = 0, argc: int = 0) -> str:
     """One CLIENT LIST line, with every field Valkey 9.1 prints, in its order."""
     now = client.state.now
     queued = len(client.queued_commands())
     multi_mem = client.multi_memory()
     qbuf = client.parser.buffered()
+    connection = client.connection
+    obl, oll, omem = output_figures(client)
+    rbs, rbp = (STATIC_BUFFER, STATIC_BUFFER) if connection is None else (connection.buf_size, connection.buf_peak)
+    unsent = 0 if connection is None else connection.output_backlog()
     fields = (
         ("id", client.id),
         ("addr", client.addr),
@@ -281,13 +308,13 @@ def client_line(client: Client, argv_mem: int = 0) -> str:
         ("qbuf-free", 0),
         ("argv-mem", argv_mem),
         ("multi-mem", multi_mem),
-        ("rbs", 16392),
-        ("rbp", 16392),
-        ("obl", 0),
-        ("oll", 0),
-        ("omem", 0),
-        ("tot-mem", BASE_CLIENT_MEMORY + argv_mem + multi_mem + queue_slots_memory(queued) + qbuf),
-        ("events", "r"),
+        ("rbs", rbs),
+        ("rbp", rbp),
+        ("obl", obl),
+        ("oll", oll),
+        ("omem", omem),
+        ("tot-mem", client_memory(client, omem, argv_mem, argc)),
+        ("events", "rw" if unsent else "r"),  # a write handler waits for the socket
         ("cmd", client.last_command),
         ("user", client.user),
         ("redir", tracking_redirect(client)),
@@ -295,7 +322,7 @@ def client_line(client: Client, argv_mem: int = 0) -> str:
         ("lib-name", client.lib_name.decode("utf-8", "replace")),
         ("lib-ver", client.lib_ver.decode("utf-8", "replace")),
         ("tot-net-in", client.net_in),
-        ("tot-net-out", client.net_out),
+        ("tot-net-out", client.net_out - unsent),  # what the socket took
         ("tot-cmds", client.total_commands),
     )
     return " ".join(f"{name}={value}" for name, value in fields) + "\n"
@@ -304,7 +331,7 @@ def client_line(client: Client, argv_mem: int = 0) -> str:
 def lines_for(c: Client, clients: list[Client], argv: list[bytes]) -> Verbatim:
     """The lines of `clients` (the caller's own shows its current arguments' size)."""
     own = sum(len(arg) for arg in argv)
-    text = "".join(client_line(cl, own if cl is c else 0) for cl in clients)
+    text = "".join(client_line(cl, own, len(argv)) if cl is c else client_line(cl) for cl in clients)
     return Verbatim(text.encode("utf-8", "surrogateescape"))
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from fakekey._version import REDIS_VERSION
 from fakekey.commands.admin import snapshot_us
+from fakekey.commands.clients import clients_memory
 from fakekey.core.client import Client
 from fakekey.core.keyspace import Database
 from fakekey.core.registry import command
@@ -100,7 +101,7 @@ def info_clients(state: ServerState) -> InfoLines:
         "cluster_connections:0",
         f"maxclients:{state.config['maxclients']}",
         "client_recent_max_input_buffer:0",
-        "client_recent_max_output_buffer:0",
+        f"client_recent_max_output_buffer:{max(state.output_peaks)}",
         f"blocked_clients:{state.blocking.blocked_count() + postponed_count(state)}",
         f"tracking_clients:{sum(1 for c in clients if c.tracking is not None)}",
         f"pubsub_clients:{sum(1 for c in clients if c.subscriptions or c.shard_channels)}",
@@ -194,7 +195,7 @@ def info_memory(state: ServerState) -> InfoLines:
         "mem_total_replication_buffers:0",
         "mem_replicas_repl_buffer:0",
         "mem_clients_slaves:0",
-        "mem_clients_normal:0",
+        f"mem_clients_normal:{clients_memory(list(state.clients.values()))}",
         "mem_cluster_links:0",
         "mem_cluster_slot_import:0",
         "mem_cluster_slot_export:0",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fakekey.commands.args import SYNTAX, help_lines, parse_int
+from fakekey.commands.clients import clients_memory
 from fakekey.commands.info import (
     STARTUP_MEMORY,
     dataset_bytes,
@@ -134,7 +135,7 @@ def memory_stats(c: Client, argv: list[bytes]) -> Any:
     stats: dict[bytes, Any] = {
         b"peak.allocated": peak, b"total.allocated": used, b"startup.allocated": STARTUP_MEMORY,
         b"replication.backlog": 0, b"replicas.repl.buffer": 0, b"clients.slaves": 0,
-        b"clients.normal": 0, b"cluster.links": 0, b"cluster.slot_import": 0,
+        b"clients.normal": clients_memory(list(state.clients.values())), b"cluster.links": 0, b"cluster.slot_import": 0,
         b"cluster.slot_export": 0, b"aof.buffer": 0, b"lua.caches": 0, b"functions.caches": 0,
     }
     overhead = STARTUP_MEMORY

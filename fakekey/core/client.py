@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from fakekey.core.outbuf import COPY_AVOID_MIN, MESSAGES, bulk_wire
 from fakekey.resp.encoder import ENCODERS, Encoder
 from fakekey.resp.parser import RequestParser
 from fakekey.resp.replies import Push
@@ -156,6 +157,12 @@ class Client:
             if cached is None:
                 cached = encoded[self.protocol] = self.encoder.encode(Push(items))
             frame = cached
+        payload = items[-1]
+        if type(payload) is bytes and len(payload) >= COPY_AVOID_MIN and items[0] in MESSAGES:
+            # Valkey sends a big message by reference (fakekey/core/outbuf.py)
+            wire = bulk_wire(len(payload))
+            connection.write(frame, [(len(frame) - wire, wire)])
+            return
         connection.write(frame)  # the output limits are checked there
 
     def send(self, reply: Any) -> None:

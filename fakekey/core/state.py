@@ -30,6 +30,7 @@ from fakekey.core.monitor import (
     refuse_for_monitor,
     stop_monitoring,
 )
+from fakekey.core.outbuf import PEAK_SLOTS
 from fakekey.core.pause import Pause
 from fakekey.core.registry import Command, CommandStats, Registry
 from fakekey.core.replicas import NOREPLICAS, is_write_command, too_few_replicas
@@ -119,6 +120,9 @@ class ServerState:
         self.evicting = False  # eviction goes on between loop turns (memory/eviction.py)
         self.eviction_exceeded_at = 0  # perf_counter ns since memory is over maxmemory, or 0
         self.eviction_exceeded_us = 0  # INFO total_eviction_exceeded_time, before the current
+        # the largest output (omem) the clients cron saw in each of the last 8 seconds
+        # (INFO client_recent_max_output_buffer; net/server.py clients_cron)
+        self.output_peaks = [0] * PEAK_SLOTS
         self.blocking = Blocking(self)
         self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
         self.scripts: EvalScripts | None = None  # the EVAL engine (scripting/scripts.py), made on first use

@@ -11,6 +11,7 @@ import logging
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
@@ -19,6 +20,16 @@ from fakekey.config.settings import Config
 from fakekey.core.client import Client
 from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST
 from fakekey.core.monitor import log_command, request_size
+from fakekey.core.outbuf import (
+    COPY_AVOID_MIN,
+    PEAK_RESET_MS,
+    PEAK_SLOTS,
+    REFERENCING,
+    STATIC_BUFFER,
+    Ledger,
+    bulk_wire,
+    resized_buffer,
+)
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
 from fakekey.net.registry import load_all
 from fakekey.persistence.manager import Persistence
@@ -82,6 +93,20 @@ class Connection(asyncio.Protocol):
         # to measure (the bytes consumed at the last measure, plus the threshold)
         self.request_mark = 0
         self.soft_since = 0  # when the output passed its soft limit (s on the server clock), or 0
+        # Valkey's view of the output (fakekey/core/outbuf.py): the static buffer's size and
+        # peak (CLIENT LIST rbs, rbp), and while output is pending, the ledger of its buffers
+        self.buf_size = STATIC_BUFFER
+        self.buf_peak = STATIC_BUFFER
+        self.peak_reset_ms = 0  # Valkey stamps a new client in seconds: the first reset is at once
+        self.ledger: Ledger | None = None
+        self.absorbed = 0  # bytes at the start of `corked` the ledger holds already
+        # a turn given way (`_give_way`) wrote its replies: Valkey writes once all the
+        # requests of a read ran, so the ledger's write waits for the last turn
+        self.write_owed = False
+        # the strings Valkey would send by reference: in `corked` (offset, length), and in
+        # the running batch's replies (index in `out`, offset in it, length)
+        self.corked_refs: list[tuple[int, int]] | None = None
+        self.out_refs: list[tuple[int, int, int]] | None = None
         # run() gave way to the other connections with requests left: reading is paused
         # until the next loop turn runs them (`_next_turn`); `eof`: the client has sent its last
         self.turn_pending = False
@@ -207,11 +232,15 @@ class Connection(asyncio.Protocol):
                     pending += len(reply)
                     if len(reply) > state.large_reply_at:
                         self._log_large_reply(client, argv, len(out[-1]))
+                    if len(reply) >= COPY_AVOID_MIN:
+                        self._note_references(client, out, reply)
                 elif reply is not _NO_REPLY:
                     out.append(data := client.encoder.encode(reply))
                     pending += len(data)
                     if len(data) > state.large_reply_at:
                         self._log_large_reply(client, argv, len(data))
+                    if len(data) >= COPY_AVOID_MIN and type(reply) is list:
+                        self._note_references(client, out, reply)
                 if pending > state.obuf_check_at:  # as Valkey, after each reply is added
                     pending = 0
                     out = self._flush_batch(out)
@@ -230,7 +259,8 @@ class Connection(asyncio.Protocol):
             state.error_stats["ERR"] += 1
             client.close_after_reply = True
         if out and not self.closing:
-            self.write(out[0] if len(out) == 1 else b"".join(out))
+            refs = None if self.out_refs is None else self._batch_references(out)
+            self.write(out[0] if len(out) == 1 else b"".join(out), refs)
         if client.close_after_reply or client.killed:
             self.uncork()  # its replies go out before the connection closes
             self.close()
@@ -282,27 +312,135 @@ class Connection(asyncio.Protocol):
         """Move the batch's replies so far to the output (in order: after what was
         gathered before); the batch goes on in a fresh list."""
         self.out = None
-        self.write(b"".join(out))
+        refs = None if self.out_refs is None else self._batch_references(out)
+        self.write(b"".join(out), refs)
         self.out = out = []
         return out
+
+    # --- the output as Valkey buffers it (fakekey/core/outbuf.py) --------------------------
+
+    def _note_references(self, client: Client, out: list[bytes], reply: Any) -> None:
+        """The last reply of the batch holds strings Valkey sends by reference: a bulk
+        string, or MGET's elements, of COPY_AVOID_MIN bytes or more."""
+        cmd = client.cmd
+        if cmd is None or cmd.name not in REFERENCING:
+            return
+        index = len(out) - 1
+        marks = self.out_refs if self.out_refs is not None else []
+        if type(reply) is bytes:
+            marks.append((index, 0, len(out[index])))
+        else:
+            offset = len(b"*%d\r\n" % len(reply))
+            null = len(client.encoder.encode(None))
+            for element in reply:
+                if type(element) is not bytes:
+                    offset += null
+                    continue
+                wire = bulk_wire(len(element))
+                if len(element) >= COPY_AVOID_MIN:
+                    marks.append((index, offset, wire))
+                offset += wire
+        self.out_refs = marks or None
+
+    def _batch_references(self, out: list[bytes]) -> list[tuple[int, int]]:
+        """The marked references as offsets in the joined batch."""
+        marks, self.out_refs = self.out_refs or [], None
+        starts = [0]
+        for data in out[:marks[-1][0]]:
+            starts.append(starts[-1] + len(data))
+        return [(starts[index] + offset, length) for index, offset, length in marks]
+
+    def output_ledger(self) -> Ledger | None:
+        """Valkey's buffers for what the client has not taken (sent or still corked);
+        None when nothing is pending."""
+        transport = self.transport
+        if transport is None or self.closing:
+            return None
+        backlog = transport.get_write_buffer_size()
+        if self.ledger is None and not backlog and not self.corked_bytes:
+            return None
+        ledger = self._ledger_at(backlog)
+        self._absorb(ledger, self.corked_bytes, self.corked_refs)
+        if not ledger.wire:
+            self.ledger, self.absorbed, self.write_owed = None, 0, False
+            return None
+        return ledger
+
+    def output_figures(self) -> tuple[int, int, int]:
+        """CLIENT LIST's obl, oll and omem. For the client whose command runs, the
+        replies its batch gathered so far count too: Valkey has them in its buffers."""
+        ledger = self.output_ledger()
+        if ledger is None and self.out:
+            ledger = Ledger(self.buf_size)
+            ledger.add(sum(map(len, self.out)), None)
+        return (0, 0, 0) if ledger is None else (ledger.obl(), ledger.oll(), ledger.omem())
+
+    def _ledger_at(self, backlog: int, settle: bool = True) -> Ledger:
+        """The ledger, made or brought up to the transport's `backlog`: what the client
+        read since the last look was written (`settle`: and a write owed since the last
+        turn ran, is made)."""
+        ledger = self.ledger
+        if ledger is None:
+            ledger = self.ledger = Ledger(self.buf_size)
+            self.absorbed = 0
+        elif not self.write_owed:
+            drained = ledger.wire - self.absorbed - backlog
+            if drained > 0:
+                ledger.drained(drained)
+        elif settle and not self.turn_pending and not self.corked:  # the read's last turn ran
+            self.write_owed = False
+            ledger.written(ledger.wire - self.absorbed - backlog)
+        return ledger
+
+    def _absorb(self, ledger: Ledger, size: int, refs: list[tuple[int, int]] | None) -> None:
+        """Add to the ledger the corked bytes up to `size` it does not hold yet."""
+        start = self.absorbed
+        if size <= start:
+            return
+        if refs:
+            refs = [(offset - start, length) for offset, length in refs if offset >= start]
+        ledger.add(size - start, refs)
+        self.absorbed = size
+        if ledger.buf.used > self.buf_peak:
+            self.buf_peak = ledger.buf.used
+
+    def _write_through_ledger(self, transport: Any, data: bytes, refs: list[tuple[int, int]] | None) -> int:
+        """uncork with output pending, or references in it: the ledger follows the
+        write. The bytes left pending."""
+        backlog = transport.get_write_buffer_size()
+        ledger = self._ledger_at(backlog, settle=False)
+        self._absorb(ledger, len(data), refs)
+        self.absorbed = 0
+        transport.write(data)
+        pending: int = transport.get_write_buffer_size()
+        if self.write_owed or not backlog:  # Valkey writes (it had nothing pending)
+            if self.turn_pending:  # once the rest of the read's requests have run
+                self.write_owed = True
+            else:
+                self.write_owed = False
+                ledger.written(ledger.wire - pending)
+        if not pending and not self.write_owed:
+            self.ledger = None
+        return pending
 
     # --- client-output-buffer-limit ----------------------------------------------------
 
     def check_output(self) -> bool:
-        """Valkey's checkClientOutputBufferLimits on the unread output: past the hard
-        limit, or past the soft one for longer than its seconds, the client is dropped
-        (its unsent output with it). With no normal-class limit, a client with more
-        than UNREAD_OUTPUT_PAUSE unread stops being read until it catches up. False
-        when the client was dropped."""
+        """Valkey's checkClientOutputBufferLimits on the output memory it would count
+        (omem: fakekey/core/outbuf.py): past the hard limit, or past the soft one for
+        longer than its seconds, the client is dropped (its unsent output with it). With
+        no normal-class limit, a client with more than UNREAD_OUTPUT_PAUSE unread stops
+        being read until it catches up. False when the client was dropped."""
         client = self.client
         if client is None or self.closing:
             return False
         state = self.state
-        backlog = self.output_backlog()
+        ledger = self.output_ledger()
+        used = 0 if ledger is None else ledger.omem()
         subscribed = client.channels or client.patterns or client.shard_channels
         hard, soft, seconds = state.obuf_limits.get("pubsub" if subscribed else "normal", (0, 0, 0))
-        over = bool(hard) and backlog >= hard
-        if soft and backlog >= soft:
+        over = bool(hard) and used >= hard
+        if soft and used >= soft:
             now = state.clock.now_ms() // 1000
             if not self.soft_since:
                 self.soft_since = now  # the first time over: the clock starts
@@ -316,9 +454,37 @@ class Connection(asyncio.Protocol):
             state.stats["client_output_buffer_limit_disconnections"] += 1
             self.abort()
             return False
-        if not (hard or soft or subscribed) and backlog > UNREAD_OUTPUT_PAUSE and client.blocked is None:
+        if (not (hard or soft or subscribed) and client.blocked is None
+                and self.output_backlog() > UNREAD_OUTPUT_PAUSE):
             UnreadOutputPause(self).start()
         return True
+
+    def cron_visit(self, now_ms: int, slot: int) -> None:
+        """The cron's visit: the static buffer resized, the output noted for INFO's
+        client_recent_max_output_buffer, and the output limits applied (so a soft
+        limit's seconds run out with no new output, as in Valkey)."""
+        ledger = self.output_ledger()
+        if ledger is not None:
+            peaks = self.state.output_peaks
+            if ledger.omem() > peaks[slot]:
+                peaks[slot] = ledger.omem()
+            if not ledger.buf.encoded:  # Valkey leaves an encoded buffer as it is
+                self._resize_buffer(now_ms, ledger)
+            self.check_output()
+        else:
+            self._resize_buffer(now_ms, None)
+
+    def _resize_buffer(self, now_ms: int, ledger: Ledger | None) -> None:
+        """clientsCronResizeOutputBuffer: the new size follows the peak; then, every
+        PEAK_RESET_MS, the peak starts again from what the buffer holds."""
+        used = 0 if ledger is None else ledger.buf.used
+        size = resized_buffer(self.buf_size, self.buf_peak)
+        if now_ms - self.peak_reset_ms >= PEAK_RESET_MS:
+            self.buf_peak, self.peak_reset_ms = used, now_ms
+        if size >= used and size:
+            self.buf_size = size
+            if ledger is not None:
+                ledger.buf.size = size
 
     def resume(self) -> None:
         """The client was unblocked: run what it sent meanwhile."""
@@ -337,17 +503,22 @@ class Connection(asyncio.Protocol):
             return 0
         return self.transport.get_write_buffer_size() + self.corked_bytes
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes, refs: list[tuple[int, int]] | None = None) -> None:
         """Send bytes to the client. Inside run() they join the batch's replies, in order.
         Otherwise (a batch's replies, messages to subscribers, woken clients) they are
         gathered and sent at the end of this loop iteration, with every other
         connection's, as Valkey writes its replies before it sleeps: a burst of messages
-        costs one send, and the clients are woken once per burst, not once per reply."""
+        costs one send, and the clients are woken once per burst, not once per reply.
+        `refs`: the (offset, length) in `data` of strings Valkey would send by reference."""
         if self.out is not None:
             self.out.append(data)
+            if refs:
+                self._mark_in_batch(refs)
         elif self.transport is not None and not self.closing:
             if not self.corked:
                 self._schedule_uncork()
+            if refs:
+                self._mark_corked(refs)
             self.corked.append(data)
             self.corked_bytes += len(data)
             if self.corked_bytes > self.state.obuf_check_at:
@@ -363,8 +534,21 @@ class Connection(asyncio.Protocol):
             loop.call_soon(_uncork_all, queue)
         queue.append(self)
 
+    def _mark_in_batch(self, refs: list[tuple[int, int]]) -> None:
+        assert self.out is not None
+        index = len(self.out) - 1
+        marks = self.out_refs if self.out_refs is not None else []
+        marks.extend((index, offset, length) for offset, length in refs)
+        self.out_refs = marks
+
+    def _mark_corked(self, refs: list[tuple[int, int]]) -> None:
+        marks = self.corked_refs if self.corked_refs is not None else []
+        marks.extend((self.corked_bytes + offset, length) for offset, length in refs)
+        self.corked_refs = marks
+
     def uncork(self) -> None:
         data, self.corked, self.corked_bytes = b"".join(self.corked), [], 0
+        refs, self.corked_refs = self.corked_refs, None
         transport = self.transport
         # the event loop may have closed the transport itself (a reset connection) before
         # connection_lost reaches us: what the client can no longer read is dropped
@@ -374,8 +558,22 @@ class Connection(asyncio.Protocol):
                 self.client.last_interaction_ms = self.state.now  # a write is an interaction
             if self.state.aof is not None:  # what a reply acknowledges is in the log first
                 self.state.aof.before_reply()
-            transport.write(data)
-            if self.soft_since or transport.get_write_buffer_size() > self.state.obuf_check_at:
+            if self.ledger is None and refs is None:  # nothing was pending: the usual case
+                size = len(data)
+                if size > self.buf_peak:  # Valkey's static buffer took that much of it
+                    self.buf_peak = size if size < self.buf_size else self.buf_size
+                transport.write(data)
+                pending = transport.get_write_buffer_size()
+                if pending:  # the client did not take it all: Valkey's buffers hold the rest
+                    ledger = self.ledger = Ledger(self.buf_size)
+                    ledger.add(size, None)
+                    if self.turn_pending:
+                        self.write_owed = True
+                    else:
+                        ledger.written(size - pending)
+            else:
+                pending = self._write_through_ledger(transport, data, refs)
+            if self.soft_since or pending > self.state.obuf_check_at:
                 self.check_output()
 
     def close(self) -> None:
@@ -389,7 +587,8 @@ class Connection(asyncio.Protocol):
         """Close at once, dropping what the client did not read (close() would wait for
         a client that never reads)."""
         if not self.closing and self.transport is not None:
-            self.corked, self.corked_bytes = [], 0
+            self.corked, self.corked_bytes, self.corked_refs = [], 0, None
+            self.ledger, self.absorbed, self.write_owed = None, 0, False
             self.closing = True
             self.transport.abort()
             if self.client is not None:
@@ -443,6 +642,24 @@ def _uncork_all(queue: list[Connection]) -> None:
         except Exception:  # noqa: BLE001 - reported, and that connection is closed
             log.exception("sending to a client failed")
             connection.close()
+
+
+def clients_cron(state: ServerState, queue: deque[int]) -> None:
+    """Valkey's clientsCron, for the output buffers: each tick visits a share of the
+    clients (all when at most 5, else one `hz`-th, 5 at least), newest first."""
+    clients = state.clients
+    iterations = len(clients) // state.config["hz"]
+    if iterations < 5:
+        iterations = min(len(clients), 5)
+    now_ms = state.clock.now_ms()
+    slot = now_ms // 1000 % PEAK_SLOTS
+    state.output_peaks[(slot + 1) % PEAK_SLOTS] = 0  # the oldest second is forgotten
+    for _ in range(iterations):
+        if not queue:
+            queue.extend(reversed(clients))
+        client = clients.get(queue.popleft())
+        if client is not None and client.connection is not None:
+            client.connection.cron_visit(now_ms, slot)
 
 
 def close_idle_clients(state: ServerState) -> None:
@@ -612,6 +829,7 @@ class Server:
         self.listeners = Listeners(self.state)
         self._tasks: list[asyncio.Task[Any]] = []
         self._fast_expiry_due = False  # a fast expiry cycle is scheduled
+        self._cron_clients: deque[int] = deque()  # the client ids clients_cron visits next
         self._stopped = threading.Event()
 
     # --- addresses ------------------------------------------------------------------------
@@ -730,6 +948,7 @@ class Server:
                 state.blocking.expire_timeouts()
                 if state.config["timeout"]:
                     close_idle_clients(state)
+                clients_cron(state, self._cron_clients)
             except Exception:  # noqa: BLE001 - the cron must never die
                 import traceback
 
