@@ -203,13 +203,17 @@ class Connection(asyncio.Protocol):
         next_request = parser.next_request
         limits_auth, limits_epoch = None, -1  # what the parse limits were last read for
         pending = self.unchecked  # reply bytes since the last look at the output limits
-        turn_ends = _perf_counter_ns() + TURN_NS
+        turn_ends = 0  # set at the first look at the clock: a short batch never reads it
         ran = 0
         while client.blocked is None and not (client.close_after_reply or client.killed):
             ran += 1
-            if ran % TURN_CHECK_EVERY == 0 and _perf_counter_ns() > turn_ends:
-                self._give_way()  # the others' turn: the rest runs on the next loop turn
-                break
+            if ran % TURN_CHECK_EVERY == 0:
+                now = _perf_counter_ns()
+                if not turn_ends:
+                    turn_ends = now + TURN_NS
+                elif now > turn_ends:
+                    self._give_way()  # the others' turn: the rest runs on the next loop turn
+                    break
             # the request before may have changed the parse limits (AUTH, CONFIG SET)
             if limits_auth is not client.authenticated or limits_epoch != config.epoch:
                 limits_auth, limits_epoch = client.authenticated, config.epoch
