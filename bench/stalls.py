@@ -864,6 +864,44 @@ def pipeline_ping_flood(run: Run) -> None:
         writer.join()
 
 
+@scenario("pipeline-set-flood", "one connection writes N SETs in one burst, then reads")
+def pipeline_set_flood(run: Run) -> None:
+    flooder = run.connect()
+    burst = b"".join(encode_command("SET", f"k{i}", "v") for i in range(run.size))
+    writer = threading.Thread(target=flooder.send_raw, args=(burst,), daemon=True)
+    with run.watched():
+        writer.start()
+        drain_replies(flooder, run.size, b"+OK\r\n")
+        writer.join()
+
+
+@scenario("exec-long-queue", "MULTI, N INCRs queued, then EXEC (atomic on both servers)")
+def exec_long_queue(run: Run) -> None:
+    conn = run.connect()
+    conn.send_raw(encode_command("MULTI") + encode_command("INCR", "n") * run.size)
+    drain_replies(conn, run.size + 1, None)
+    with run.watched():
+        conn.send_raw(encode_command("EXEC"))
+        conn.answer(keep=False)
+
+
+def drain_replies(conn: Conn, count: int, each: bytes | None) -> None:
+    """Read `count` one-line replies (each `each`, when given)."""
+    got = 0
+    buffer = b""
+    while got < count:
+        chunk = conn.sock.recv(1 << 20)
+        if not chunk:
+            raise ScenarioFailed(f"the connection closed after {got} replies")
+        buffer += chunk
+        lines = buffer.split(b"\r\n")
+        buffer = lines.pop()
+        for line in lines:
+            if each is not None and line + b"\r\n" != each:
+                raise ScenarioFailed(f"unexpected reply {line[:60]!r}")
+            got += 1
+
+
 def drain_pongs(conn: Conn, count: int) -> None:
     """Read `count` PONGs, counting bytes (the connection has read nothing before)."""
     pong = b"+PONG\r\n"

@@ -35,7 +35,7 @@ ASKED_FOR = [
     "unlink-big", "swapdb", "keys", "scan-start", "eviction", "tracking", "tracking-max-keys",
     "client-list", "pubsub-channels", "blocked-many-keys", "save", "bgsave", "bgrewriteaof",
     "load-at-start", "setrange-512mb", "sort-1m", "sadd-1m-args", "zadd-1m-args", "hset-1m-args",
-    "pipeline-ping-flood",
+    "pipeline-ping-flood", "pipeline-set-flood", "exec-long-queue",
 ]
 
 
