@@ -146,32 +146,7 @@ class Ledger:
 
     def _plain(self, n: int) -> None:
         self.wire += n
-        nodes, buf = self.nodes, self.buf
-        if not nodes:
-            if buf.encoded:
-                if buf.add_encoded(PLAIN, n):
-                    buf.wire += n
-                    return
-            else:
-                take = min(n, buf.size - buf.used)
-                buf.used += take
-                buf.wire += take
-                n -= take
-                if not n:
-                    return
-        if nodes:
-            tail = nodes[-1]
-            if tail.encoded:
-                if tail.add_encoded(PLAIN, n):
-                    tail.wire += n
-                    return
-            else:
-                take = min(n, tail.size - tail.used)
-                tail.used += take
-                tail.wire += take
-                n -= take
-                if not n:
-                    return
+        n = put_plain(self.nodes[-1] if self.nodes else self.buf, n)
         while n:  # Valkey copies a reply a call at a time, 16 KB at most for most calls
             node = self._new_node(REPLY_CHUNK, encoded=False)
             node.used = node.wire = min(n, node.size)
@@ -289,3 +264,18 @@ def pubsub_memory(channels: int, patterns: int, shard_channels: int) -> int:
     if not (channels or patterns or shard_channels):
         return 0
     return PUBSUB_TABLES + table_memory(channels) + table_memory(patterns) + table_memory(shard_channels)
+
+
+def put_plain(block: Block, n: int) -> int:
+    """Put `n` copied bytes in the last block (the static buffer, or the list's tail):
+    in its encoded run when it has one and it takes them, else in its free room. The
+    bytes that did not fit."""
+    if block.encoded:
+        if block.add_encoded(PLAIN, n):
+            block.wire += n
+            return 0
+        return n
+    take = min(n, block.size - block.used)
+    block.used += take
+    block.wire += take
+    return n - take
