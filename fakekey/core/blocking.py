@@ -6,7 +6,9 @@
   returns (`ServerState.call`, after `run_command`; EXEC and scripts run their commands
   through `run_command` alone, so they serve nobody until the whole of them ends).
 - A woken client re-runs its command against the keys as they are then (Valkey 7+): it
-  may pop from another of its keys, or block again, keeping its place and its deadline.
+  may pop from another of its keys, or block again, keeping its deadline; it parks again
+  at its keys' tails, as Valkey's blockForKeys does, so the waiters of one pass that block
+  again keep their order behind those it did not serve.
 - Serving one waiter can make another key ready (BLMOVE pushes); the same pass serves it.
 - Deadlines follow the server clock: a real-clock deadline has a timer; a frozen clock
   times waiters out when it is advanced past them (`expire_timeouts`).
@@ -84,8 +86,8 @@ class Blocking:
               wake_on_delete: bool = False) -> Any:
         """Park `client` on `keys` until served, timed out or unblocked. Returns NO_REPLY.
 
-        A command being re-run after a wake-up that must wait again keeps its place at the
-        head of its keys' queues and its original deadline."""
+        A command being re-run after a wake-up that must wait again keeps its original
+        deadline (and goes to its keys' tails, as any new waiter)."""
         again = self.reprocessing
         if again is not None and again.client is client:
             deadline = again.deadline
@@ -96,10 +98,7 @@ class Blocking:
             queue = client.db.waiting.get(key)
             if queue is None:
                 queue = client.db.waiting[key] = deque()
-            if again is not None and again.client is client:
-                queue.appendleft(waiter)
-            else:
-                queue.append(waiter)
+            queue.append(waiter)
         client.blocked = waiter
         self._count += 1
         self._uncount_run(client, cmd)

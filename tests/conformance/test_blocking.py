@@ -288,3 +288,25 @@ def test_list_waiter_ignores_a_zset_on_its_key(r, other):
     other.call("DEL", "k")
     other.call("RPUSH", "k", "v")
     assert r.read() == pair(b"k", b"v")
+
+
+def test_waiters_that_block_again_keep_their_order(target, proto, other):
+    """Woken waiters that find nothing block again in the order they were served (Valkey
+    adds each at its key's tail), so the first to park is still served first."""
+    other.call("XGROUP", "CREATE", "s", "g", "$", "MKSTREAM")
+    first, second = target.raw(proto), target.raw(proto)
+    try:
+        first.send("XREADGROUP", "GROUP", "g", "c1", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", ">")
+        wait_blocked(other, 1)
+        second.send("XREADGROUP", "GROUP", "g", "c2", "COUNT", "1", "BLOCK", "0", "STREAMS", "s", ">")
+        wait_blocked(other, 2)
+        # the stream is written (both wake) but holds nothing new when they read: both block again
+        other.pipeline(("MULTI",), ("XADD", "s", "1-1", "f", "v"), ("XDEL", "s", "1-1"), ("EXEC",))
+        assert parked(first) and parked(second)
+        other.call("XADD", "s", "2-1", "f", "w")
+        reply = first.read()
+        assert b"2-1" in repr(reply).encode()
+        assert parked(second)
+    finally:
+        first.close()
+        second.close()
