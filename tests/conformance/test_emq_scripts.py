@@ -744,6 +744,7 @@ def _lane_leased(r):
 
 def _flat_leased(r):
     enqueue(r, "JOB1")
+    r.call("DEL", k("wake"))  # under `ring all` the admission rang: count the transition alone
     return claimed(r, 100)
 
 
@@ -805,6 +806,7 @@ def _reprocess(r, lane):
         greprocess(r, "JOB1")
     else:
         fail(r, *_flat_leased(r))
+        r.call("DEL", k("wake"))
         reprocess(r, "JOB1")
 
 
@@ -822,11 +824,67 @@ TRANSITIONS = {
 CELLS = [(t, kind, 1 if kind == "lane row" else 0) for t in TRANSITIONS for kind in ("flat row", "lane row")]
 
 
+# The same table under `ring all` (spec 7.3): every transition that makes a job claimable
+# pushes one token, flat rows too; a completion or a retry makes no flat job claimable.
+CLAIMABLE_FLAT = {"admission", "due promotion", "lease recovery", "counted sweep", "reprocess"}
+CELLS_ALL = [(t, kind, 1 if kind == "lane row" or t in CLAIMABLE_FLAT else 0)
+             for t in TRANSITIONS for kind in ("flat row", "lane row")]
+
+
+def set_ring(r, rule):
+    assert run(r, "ring", [k("meta")], [rule, NOW]) == ("+", b"OK")
+
+
 @pytest.mark.parametrize(("transition", "kind", "tokens"), CELLS)
 def test_seed_wake_table(r, transition, kind, tokens):
     TRANSITIONS[transition](r, kind == "lane row")
     assert wakes(r) == tokens
     assert ring(r) == ([b"g"] if tokens else [])
+
+
+@pytest.mark.parametrize(("transition", "kind", "tokens"), CELLS)
+def test_seed_wake_table_with_ring_lanes(r, transition, kind, tokens):
+    """`ring lanes` is the seed's rule, spelled out."""
+    set_ring(r, "lanes")
+    TRANSITIONS[transition](r, kind == "lane row")
+    assert wakes(r) == tokens
+
+
+@pytest.mark.parametrize(("transition", "kind", "tokens"), CELLS_ALL)
+def test_wake_table_with_ring_all(r, transition, kind, tokens):
+    set_ring(r, "all")
+    TRANSITIONS[transition](r, kind == "lane row")
+    assert wakes(r) == tokens
+    assert ring(r) == ([b"g"] if kind == "lane row" and tokens else [])
+
+
+def test_ring_all_pushes_one_token_per_script_however_many_jobs(r):
+    set_ring(r, "all")
+    for job in ("JOB1", "JOB2", "JOB3"):
+        enqueue(r, job, "p", 10)
+    assert promote(r, 10, NOW + 10) == (":", 3)
+    assert wakes(r) == 1
+
+
+def test_ring_all_resume_rings_only_with_pending_work(r):
+    set_ring(r, "all")
+    assert run(r, "pause", [k("meta")], [NOW]) == ("+", b"OK")
+    assert run(r, "resume", [k("meta")], [NOW]) == ("+", b"OK")
+    assert wakes(r) == 0  # nothing pending
+    enqueue(r, "JOB1")
+    r.call("DEL", k("wake"))
+    run(r, "pause", [k("meta")], [NOW])
+    assert run(r, "resume", [k("meta")], [NOW]) == ("+", b"OK")
+    assert wakes(r) == 1
+    assert run(r, "resume", [k("meta")], [NOW]) == ("+", b"OK")
+    assert wakes(r) == 1  # not paused: no transition
+
+
+def test_ring_script_refuses_another_rule_and_a_meta_of_another_type_has_none(r):
+    assert run(r, "ring", [k("meta")], ["some", NOW]) == err("EMQARG ring must be lanes or all")
+    r.call("SET", k("meta"), "x")
+    assert enqueue(r, "JOB1") == (":", 1)  # the rule is read leniently: no rule, no token
+    assert wakes(r) == 0
 
 
 @pytest.mark.parametrize("transition", ["admission", "due promotion", "lease recovery", "counted sweep"])

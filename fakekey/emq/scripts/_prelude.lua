@@ -203,3 +203,26 @@ local function sweep_view(lanes, row)
   end
   return v, nil
 end
+
+-- The queue's doorbell rule (spec 7.3): meta's `ring` (absent or `lanes`: the seed's rule;
+-- `all`: every claimable transition rings). Read with pcall so that a meta of another type
+-- means no rule, as the verbs read it, rather than an error the seed's scripts never gave.
+local function ring_rule(prefix)
+  local rule = redis.pcall('HGET', prefix .. 'meta', 'ring')
+  if type(rule) == 'string' then return rule end
+  return false
+end
+
+-- Under `ring all`, a script that made flat work claimable pushes one token at its end,
+-- once however many jobs it made claimable (the rule is read only then).
+local function ring_all_if(prefix, claimable)
+  if claimable and ring_rule(prefix) == 'all' then
+    redis.call('LPUSH', prefix .. 'wake', '1')
+    redis.call('LTRIM', prefix .. 'wake', 0, 63)
+  end
+end
+
+-- The queue prefix `emq:{Q}:` of one of its keys.
+local function prefix_of(key)
+  return string.match(key, '^(.-}:)') or ''
+end

@@ -1,7 +1,8 @@
 -- @enqueue: the wire-4 twin of EMQ.ENQUEUE (admits a flat job).
 -- KEYS: 1 the row (emq:{Q}:JOB...), 2 pending, 3 schedule
 -- ARGV: 1 payload, 2 delay_ms (>= 0), 3 priority (any integer), 4 now (ms)
--- Reply: 1 admitted, 0 a duplicate (the row exists; nothing written). Rings nothing.
+-- Reply: 1 admitted, 0 a duplicate (the row exists; nothing written). A job admitted to
+-- pending rings only under meta `ring all` (one token).
 --@prelude
 local row, pending, schedule = KEYS[1], KEYS[2], KEYS[3]
 local id = job_id(row)
@@ -22,5 +23,6 @@ if delay > 0 then
   redis.call('ZADD', schedule, now + delay, id)
 else
   redis.call('ZADD', pending, priority, id)
+  ring_all_if(prefix_of(row), true)
 end
 return 1

@@ -4,10 +4,10 @@
 -- deadline order, as @sweep_stalled does:
 --   `restart` present: exempt: HDEL restart fence, state pending, back to work;
 --   else stalls + 1; above max_stalls: dead (error stalled, meta dead + 1); else back.
--- "Back to work" is a flat row into pending (no wake) or a lane row into its lane. A lane
--- row frees its group's active slot in every case, and the group goes back on the ring
--- (one wake token) when it had left it and is serviceable. A member with no row leaves
--- active, uncounted.
+-- "Back to work" is a flat row into pending (no wake, but one token at the end under
+-- meta `ring all`) or a lane row into its lane. A lane row frees its group's active slot
+-- in every case, and the group goes back on the ring (one wake token) when it had left it
+-- and is serviceable. A member with no row leaves active, uncounted.
 -- KEYS: 1 active, 2 pending, 3 dead, 4 meta, 5 ring, 6 gpaused, 7 glimit, 8 gactive,
 --   9 wake, 10 prefix
 -- ARGV: 1 limit (>= 1), 2 max_stalls (>= 0), 3 now (ms)
@@ -30,7 +30,7 @@ for i, id in ipairs(expired) do
 end
 _, err = field_int(redis.call('HGET', meta, 'dead'), 0)
 if err then return err end
-local recovered, died, exempt = 0, 0, 0
+local recovered, died, exempt, flat = 0, 0, 0, false
 for i, id in ipairs(expired) do
   local v, row = views[i], lanes.prefix .. id
   redis.call('ZREM', active, id)
@@ -38,6 +38,7 @@ for i, id in ipairs(expired) do
     redis.call('HDEL', row, 'restart', 'fence')
     redis.call('HSET', row, 'state', 'pending')
     back_to_work(lanes, pending, id, v.group, v.priority, true)
+    flat = flat or not v.group
     exempt = exempt + 1
   elseif v then
     local stalls = redis.call('HINCRBY', row, 'stalls', 1)
@@ -55,8 +56,10 @@ for i, id in ipairs(expired) do
       redis.call('HSET', row, 'state', 'pending')
       redis.call('HDEL', row, 'fence')
       back_to_work(lanes, pending, id, v.group, v.priority, true)
+    flat = flat or not v.group
       recovered = recovered + 1
     end
   end
 end
+ring_all_if(lanes.prefix, flat)
 return {recovered, died, exempt}

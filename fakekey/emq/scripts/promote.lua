@@ -4,7 +4,7 @@
 -- Reads at most `batch` members with score <= now in one range read, checks every row
 -- (a lane row refuses the whole call, an inconsistent priority answers EMQHOST), then
 -- writes member by member in score order. A member with no row leaves schedule, uncounted.
--- Reply: the number moved. Rings nothing.
+-- Reply: the number moved. Rings only under meta `ring all` (one token when any moved).
 --@prelude
 local schedule, pending, prefix = KEYS[1], KEYS[2], KEYS[3]
 local batch, now, err
@@ -33,4 +33,5 @@ for i, id in ipairs(due) do
     moved = moved + 1
   end
 end
+ring_all_if(prefix, moved > 0)
 return moved

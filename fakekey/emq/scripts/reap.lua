@@ -1,9 +1,9 @@
 -- @reap: the reaper, the uncounted recovery of expired leases (flat and lane rows alike).
 -- Reads the members of `active` with deadline <= now, checks every row, then recovers
 -- at most `limit` of them in deadline order: `restart` and `fence` dropped, state
--- pending; a flat row back to pending (no wake), a lane row back to its lane with its
--- group's active slot freed and the group back on the ring (one wake token) when it had
--- left it and is serviceable. `attempts` and `stalls` are left as they are.
+-- pending; a flat row back to pending (no wake, but one token at the end under meta
+-- `ring all`), a lane row back to its lane with its group's active slot freed and the
+-- group back on the ring (one wake token) when it had left it and is serviceable. `attempts` and `stalls` are left as they are.
 -- The one-group form (ARGV 2 not empty) recovers only that group's lane rows, leaving every
 -- other member where it is. In the all-groups form a member with no row leaves active,
 -- uncounted (it counts toward `limit`).
@@ -37,7 +37,7 @@ for _, id in ipairs(expired) do
     views[#picked] = v
   end
 end
-local recovered = 0
+local recovered, flat = 0, false
 for i, id in ipairs(picked) do
   local v, row = views[i], lanes.prefix .. id
   redis.call('ZREM', active, id)
@@ -45,7 +45,9 @@ for i, id in ipairs(picked) do
     redis.call('HDEL', row, 'restart', 'fence')
     redis.call('HSET', row, 'state', 'pending')
     back_to_work(lanes, pending, id, v.group, v.priority, true)
+    flat = flat or not v.group
     recovered = recovered + 1
   end
 end
+ring_all_if(lanes.prefix, flat)
 return recovered

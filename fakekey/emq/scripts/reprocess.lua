@@ -2,7 +2,7 @@
 -- KEYS: 1 the row, 2 dead, 3 pending
 -- ARGV: 1 now (ms; unused)
 -- Resets attempts and stalls to 0, drops error, state pending, into pending by priority;
--- meta's dead counter is left as it is. Reply: 1.
+-- meta's dead counter is left as it is. Reply: 1. Rings only under meta `ring all`.
 --@prelude
 local row, dead, pending = KEYS[1], KEYS[2], KEYS[3]
 local id = job_id(row)
@@ -25,4 +25,5 @@ redis.call('ZREM', dead, id)
 redis.call('HSET', row, 'attempts', '0', 'stalls', '0', 'state', 'pending')
 redis.call('HDEL', row, 'error')
 redis.call('ZADD', pending, priority, id)
+ring_all_if(prefix_of(row), true)
 return 1

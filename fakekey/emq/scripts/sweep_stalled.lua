@@ -7,7 +7,8 @@
 --   `restart` present: exempt: HDEL restart fence, state pending, back to pending;
 --   else stalls + 1; above max_stalls: dead (error stalled, meta dead + 1); else pending.
 -- A member with no row leaves active, uncounted. `attempts` is never changed.
--- Reply: [recovered, dead, exempt]. Rings nothing.
+-- Reply: [recovered, dead, exempt]. Rings only under meta `ring all` (one token when
+-- any job went back to pending).
 --@prelude
 local active, pending, dead, prefix, meta = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local limit, max_stalls, now, err
@@ -61,4 +62,5 @@ for i, id in ipairs(expired) do
     end
   end
 end
+ring_all_if(prefix, recovered + exempt > 0)
 return {recovered, died, exempt}

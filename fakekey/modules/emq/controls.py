@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fakekey.modules.emq import host
-from fakekey.modules.emq.layout import Call, verb
-from fakekey.resp.replies import OK
+from fakekey.modules.emq import doorbell, host
+from fakekey.modules.emq.layout import TEXT, Arg, Call, verb
+from fakekey.resp.replies import OK, ReplyError
+
+BAD_RULE = ReplyError("EMQARG ring must be lanes or all")
 
 # EMQ.CAPS: one capability per verb, in the spec's order.
 CAPABILITIES = (
@@ -24,11 +26,28 @@ def pause(call: Call) -> Any:
     return OK
 
 
-@verb("resume", ("meta",), summary="Resume a paused queue; rings nothing",
+@verb("resume", ("meta",), rings=True,
+      summary="Resume a paused queue; parked claimers look again; rings under `ring all` only",
       complexity="O(1)")
 def resume(call: Call) -> Any:
     meta_key = call.keys[0]
-    host.hdel(call, meta_key, host.read_hash(call, meta_key), b"paused")
+    if host.hdel(call, meta_key, host.read_hash(call, meta_key), b"paused"):
+        pending_key = call.key(b"pending")
+        doorbell.wake_parked(call, pending_key)
+        call.claimable = doorbell.pending_size(call) > 0
+    return OK
+
+
+@verb("ring", ("meta",), (Arg("rule", TEXT),),
+      summary="Set the queue's doorbell rule: `lanes` (the seed's) or `all` (every claimable "
+      "transition rings) (@ring)",
+      complexity="O(1)")
+def ring(call: Call) -> Any:
+    (rule,) = call.args
+    if rule not in doorbell.RULES:
+        raise BAD_RULE
+    meta_key = call.keys[0]
+    host.hset(call, meta_key, host.read_hash(call, meta_key), b"ring", rule)
     return OK
 
 

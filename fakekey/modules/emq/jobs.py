@@ -61,6 +61,7 @@ def active_lease(call: Call, fence: int, done: str) -> tuple[HashValue, ZSet, by
 
 @verb("enqueue", (ROW, "pending", "schedule"),
       (Arg("payload", TEXT), Arg("delay_ms", NON_NEGATIVE), Arg("priority", INTEGER)),
+      rings=True,
       summary="Admit a flat job to pending, or to schedule when delayed; a duplicate id "
       "writes nothing (@enqueue)",
       complexity="O(log N)")
@@ -76,6 +77,7 @@ def enqueue(call: Call) -> Any:
     host.hset(call, row_key, None, b"state", state, b"attempts", b"0", b"payload", payload,
               b"priority", b"%d" % priority)
     host.zadd(call, target, queued, job_id, score)
+    call.claimable = not delay
     return 1
 
 
@@ -86,8 +88,12 @@ def enqueue(call: Call) -> Any:
       summary="Lease the head of pending, or answer empty at once (@claim)",
       complexity="O(log N)")
 def claim(call: Call) -> Any:
-    pending_key, active_key = call.keys
-    (lease_ms,) = call.args
+    return lease_head(call, call.args[0])
+
+
+def lease_head(call: Call, lease_ms: int) -> list[Any]:
+    """EMQ.CLAIM's work (EMQ.BCLAIM's too): the lease's reply, or [] for no work."""
+    pending_key, active_key = call.keys[0], call.keys[1]
     meta_key = call.key(b"meta")
     meta = host.read_hash(call, meta_key)
     if meta is not None and b"paused" in meta.fields:
@@ -187,7 +193,7 @@ def fail(call: Call) -> Any:
 # --- the dead and the removed --------------------------------------------------------------
 
 
-@verb("reprocess", (ROW, "dead", "pending"),
+@verb("reprocess", (ROW, "dead", "pending"), rings=True,
       summary="Send a dead job back to pending with its attempts and stalls reset "
       "(@reprocess)",
       complexity="O(log N)")
@@ -210,6 +216,7 @@ def reprocess(call: Call) -> Any:
     host.hset(call, row_key, row, b"attempts", b"0", b"stalls", b"0", b"state", b"pending")
     host.hdel(call, row_key, row, b"error")
     host.zadd(call, pending_key, pending, job_id, priority)
+    call.claimable = True
     return 1
 
 

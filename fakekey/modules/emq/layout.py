@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from fakekey.commands.args import LLONG_MIN, try_int
 from fakekey.core.registry import command, declare_module, keys_numkeys
 from fakekey.core.users import check_key
+from fakekey.modules.emq import doorbell
 from fakekey.resp.replies import ReplyError
 
 if TYPE_CHECKING:
@@ -90,10 +91,11 @@ def suffix_fits(suffix: bytes, expected: str) -> bool:
 class Call:
     """One verb call whose shape, layout, kind and arguments passed their checks."""
 
-    __slots__ = ("c", "db", "now", "settings", "queue", "prefix", "keys", "args", "rest")
+    __slots__ = ("c", "db", "now", "settings", "queue", "prefix", "keys", "args", "rest",
+                 "claimable", "argv")
 
     def __init__(self, c: Client, prefix: bytes, keys: list[bytes], args: list[Any],
-                 rest: list[bytes]) -> None:
+                 rest: list[bytes], argv: list[bytes]) -> None:
         state = c.state
         self.c = c
         self.db: Database = c.db
@@ -104,6 +106,9 @@ class Call:
         self.keys = keys
         self.args = args
         self.rest = rest  # the words past the fixed arguments (the bus's field pairs)
+        # a flat job entered `pending` (spec 7.3): the queue's doorbell rule may ring
+        self.claimable = False
+        self.argv = argv  # the request as sent (a parked verb runs it again when woken)
 
     def key(self, suffix: bytes) -> bytes:
         """A key of this call's queue: `emq:{Q}:<suffix>`."""
@@ -225,6 +230,20 @@ def fitting_args(words: list[bytes], least: tuple[int | None, ...],
     return out
 
 
+def with_doorbell(call: Call, handler: Callable[[Call], Any]) -> Any:
+    """Run a verb that can make flat work claimable under its queue's doorbell rule: with
+    `ring all` it also reads meta and writes the wake list (checked for access before
+    anything is written), and pushes one token at its end if it made work claimable."""
+    ring_all = doorbell.rule(call) == doorbell.ALL
+    if ring_all and not call.c.acl_unrestricted:
+        call.may_read(call.key(b"meta"))
+        call.may_write(call.key(b"wake"))
+    reply = handler(call)
+    if ring_all and call.claimable:
+        doorbell.ring(call)
+    return reply
+
+
 def verb(
     name: str,
     keys: tuple[str, ...],
@@ -233,6 +252,8 @@ def verb(
     rest: int = 0,
     write: bool = True,
     fast: bool = False,
+    rings: bool = False,
+    blocking: bool = False,
     access: Callable[[Call], None] | None = None,
     summary: str,
     complexity: str,
@@ -240,11 +261,14 @@ def verb(
     """Declare `EMQ.<name>`: its keys (the suffix each position expects), its fixed
     arguments, and `rest`, the fewest extra words it takes (a variadic verb). `access`
     checks the keys the verb derives (meta, rows); the declared keys are checked here, for
-    reading, and for writing too when the verb writes."""
+    reading, and for writing too when the verb writes. `rings`: the verb can make flat work
+    claimable (`Call.claimable`), so the queue's doorbell rule may have it push a token at
+    its end (doorbell.py); `blocking`: the verb may park its client."""
     arg_spec = tuple(args)
     fixed = 2 + len(keys) + len(arg_spec)
     arity = -(fixed + rest) if rest else fixed
-    flags = ("write" if write else "readonly") + (" fast" if fast else "")
+    flags = ("write" if write else "readonly") + (" fast" if fast else "") + (
+        " blocking" if blocking else "")
     key_flags = "RW access update" if write else "RO access"
     full_name = f"emq.{name}"
 
@@ -264,7 +288,7 @@ def verb(
                 check_kind(key_words, keys, len(queue) + 7)
                 prefix = b"emq:{" + queue + b"}:"
             call = Call(c, prefix, key_words, fitting_args(argv[2 + count : fixed], least, arg_spec),
-                        argv[fixed:])
+                        argv[fixed:], argv)
             if not c.acl_unrestricted:
                 if write:
                     call.may_write(*key_words)
@@ -272,7 +296,9 @@ def verb(
                     call.may_read(*key_words)
                 if access is not None:
                     access(call)
-            return handler(call)
+            if not rings:
+                return handler(call)
+            return with_doorbell(call, handler)
 
         run.__name__ = handler.__name__
         run.__doc__ = handler.__doc__

@@ -87,7 +87,7 @@ def write_meta(call: Call) -> None:
 
 
 @verb("stalled.check", ("active", "pending", "dead", PREFIX),
-      (Arg("limit", POSITIVE), Arg("max_stalls", NON_NEGATIVE)), access=write_meta,
+      (Arg("limit", POSITIVE), Arg("max_stalls", NON_NEGATIVE)), access=write_meta, rings=True,
       summary="Counted stall sweep: recover or dead-letter expired leases; restart expiries "
       "exempt (emq6.8 G15, @sweep_stalled)",
       complexity="O(M log N) for M expired leases")
@@ -105,4 +105,5 @@ def stalled_check(call: Call) -> Any:
         if row is not None:
             settle_expired(call, job_id, row)
             counts[row.outcome] += 1
+    call.claimable = counts[RECOVERED] + counts[EXEMPT] > 0
     return [counts[RECOVERED], counts[DEAD], counts[EXEMPT]]

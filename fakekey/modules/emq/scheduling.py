@@ -24,7 +24,7 @@ def due_priorities(call: Call, due: list[bytes]) -> list[int | None]:
     return host.swept_rows(call, due, lane_due, lambda row: host.int_field(row, b"priority"))
 
 
-@verb("promote", ("schedule", "pending", PREFIX), (Arg("batch", POSITIVE),),
+@verb("promote", ("schedule", "pending", PREFIX), (Arg("batch", POSITIVE),), rings=True,
       summary="Move due scheduled flat jobs to pending, bounded by batch (emq6.8 G8, @promote)",
       complexity="O(M log N) for M due jobs")
 def promote(call: Call) -> Any:
@@ -45,4 +45,5 @@ def promote(call: Call) -> Any:
         host.hset(call, row_key, host.read_hash(call, row_key), b"state", b"pending")
         pending = host.zadd(call, pending_key, pending, job_id, priority)
         moved += 1
+    call.claimable = moved > 0
     return moved
