@@ -188,8 +188,11 @@ class Database:
             self._remove(key)  # an emptied container does not exist
         if self.watched:
             self._touch_watchers(key)
-        if self.waiting and key in self.waiting and key in self.data:
-            self.state.blocking.signal(self, key)
+        if self.waiting and key in self.waiting:
+            if emptied:  # deleted: only waiters that care (XREADGROUP) wake, as dbDelete
+                self.state.blocking.signal_deleted(self, key)
+            elif key in self.data:
+                self.state.blocking.signal(self, key)
         if self.state.tracking:  # client-side caching: the readers' invalidation
             self.state.tracking.invalidate(key)
         if self.state.memory is not None:  # maxmemory: the key's new estimate (fakekey/memory/eviction.py)

@@ -7,4 +7,5 @@ FAMILIES = (
     "fakekey.modules.emq.scheduling",
     "fakekey.modules.emq.recovery",
     "fakekey.modules.emq.publish",
+    "fakekey.modules.emq.waiting",
 )
