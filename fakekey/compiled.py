@@ -65,6 +65,9 @@ MODULES = (
     "fakekey.modules.emq.scheduling",
     "fakekey.modules.emq.recovery",
     "fakekey.modules.emq.controls",
+    "fakekey.modules.emq.lane_host",
+    "fakekey.modules.emq.lanes",
+    "fakekey.modules.emq.lane_controls",
 )
 
 PACKAGE_DIR = Path(__file__).resolve().parent

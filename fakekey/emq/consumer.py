@@ -14,8 +14,10 @@ returns settles its job as completed, one that raises fails it with a backoff (d
 its attempts are spent). While a handler runs longer than a third of the lease, a
 heartbeat thread extends the lease.
 
-On `wire=6` the lane operations have no verb: a wire-6 consumer recovers with the counted
-sweep (`EMQ.STALLED.CHECK`), promotes with `EMQ.PROMOTE` and drains the flat set only.
+Both wires run the whole beat: on `wire=6` each lane script has its twin verb (spec 7.1),
+so a wire-6 consumer reaps (`EMQ.REAP`) or sweeps (`EMQ.GSWEEP`), promotes both kinds
+(`EMQ.GPROMOTE`), drains the ring (`EMQ.GCLAIM`) and then the flat set (`EMQ.CLAIM`),
+with the same defaults as wire 4.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 import redis
 
-from fakekey.emq.queue import ClaimedJob, LaneJob, Queue, WireError
+from fakekey.emq.queue import ClaimedJob, LaneJob, Queue
 
 Job = ClaimedJob | LaneJob
 Handler = Callable[[Job], Any]
@@ -49,11 +51,9 @@ class Consumer:
     """Works queue `name` with `handler`, one job at a time, until `stop()`.
 
     - `beat`: seconds between passes when no wake comes (the BLPOP timeout).
-    - `recovery`: `"reap"` (uncounted, flat and lane leases; wire 4 only) or `"sweep"`
-      (the counted stall sweep, `max_stalls`); the default is the reaper on wire 4 and
-      the sweep on wire 6, which has no reaper verb.
-    - `drain`: what the beat claims from: `("lanes", "flat")` by default on wire 4,
-      `("flat",)` on wire 6 (there is no lane verb; asking for lanes raises `WireError`).
+    - `recovery`: `"reap"` (uncounted, flat and lane leases; the default) or `"sweep"`
+      (the counted stall sweep of both kinds, `max_stalls`), on either wire.
+    - `drain`: what the beat claims from: `("lanes", "flat")` by default, on either wire.
     - `backoff`: a failed job's delay before its retry, in ms: a function of its attempts,
       or a base for `exponential_backoff`.
     - `heartbeat`: extend a long handler's lease (every lease/3).
@@ -76,14 +76,12 @@ class Consumer:
         self.handler = handler
         self.lease_ms = lease_ms
         self.beat = beat
-        self.recovery = recovery or ("reap" if wire == 4 else "sweep")
+        self.recovery = recovery or "reap"
         if self.recovery not in ("reap", "sweep"):
             raise ValueError("recovery is 'reap' or 'sweep'")
         self.max_stalls = max_stalls
         self.batch = batch
-        self.drain = drain or (("lanes", "flat") if wire == 4 else ("flat",))
-        if wire == 6 and (self.recovery == "reap" or "lanes" in self.drain):
-            raise WireError("the reaper and the lane drain have no EMQ verb; use wire=4")
+        self.drain = drain or ("lanes", "flat")
         self.backoff = backoff if callable(backoff) else exponential_backoff(backoff)
         self.heartbeat = heartbeat
         self.on_settle = on_settle
@@ -166,16 +164,11 @@ class Consumer:
     def _recover(self) -> None:
         if self.recovery == "reap":
             self.queue.reap(self.batch)
-        elif self.queue.wire == 4:
-            self.queue.sweep_lanes(self.batch, self.max_stalls)
         else:
-            self.queue.sweep(self.batch, self.max_stalls)
+            self.queue.sweep_lanes(self.batch, self.max_stalls)
 
     def _promote(self) -> None:
-        if self.queue.wire == 4:
-            self.queue.promote_lanes(self.batch)
-        else:
-            self.queue.promote(self.batch)
+        self.queue.promote_lanes(self.batch)
 
     def _drain(self, claim: Callable[[], Job | None]) -> int:
         """Claims and handles until the source answers empty (or the consumer stops)."""

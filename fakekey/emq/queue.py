@@ -3,8 +3,9 @@
 - `wire=4` sends the package's Lua scripts with EVALSHA (loading them on NOSCRIPT) and
   passes the server's `TIME`, in ms, as `now`, so every transition runs on the server's
   clock as the verbs do.
-- `wire=6` sends the module's verbs `EMQ.*` with the keys the spec lists. The lane
-  machinery has no verb: a lane operation on wire 6 raises `WireError`, never fakes it.
+- `wire=6` sends the module's verbs `EMQ.*` with the keys the spec lists, the lane
+  operations included: each lane script has its twin verb (`EMQ.GENQUEUE`, `EMQ.GCLAIM`,
+  ..., spec 7.1), which takes the script's KEYS and its ARGV less `now`.
 
 The client is anything with redis-py's `execute_command` (redis-py's `Redis`, RESP2 or
 RESP3, `decode_responses` either way).
@@ -41,7 +42,8 @@ _FLAT: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "stats": ("STATS", ("meta",), ("pending", "schedule", "active", "dead")),
 }
 
-# Lane scripts: name -> their KEYS (the lane block last, as each script's header says).
+# Lane scripts: name -> their KEYS (the lane block last, as each script's header says);
+# the twin verb takes the same keys.
 _LANES: dict[str, tuple[str, ...]] = {
     "gextend": (_ROW, "active"),
     "gcomplete": (_ROW, "active", "meta", *_LANE_KEYS),
@@ -59,8 +61,18 @@ _LANES: dict[str, tuple[str, ...]] = {
 }
 
 
+# Lane scripts -> their twin verbs (wire 6).
+_LANE_VERBS = {
+    "genqueue": "GENQUEUE", "gclaim2": "GCLAIM", "gextend": "GEXTEND", "gcomplete": "GCOMPLETE",
+    "gfail": "GFAIL", "gpromote": "GPROMOTE", "reap": "REAP", "gsweep": "GSWEEP",
+    "greprocess": "GREPROCESS", "gremove": "GREMOVE", "gpause": "GPAUSE", "gresume": "GRESUME",
+    "glimit": "GLIMIT", "gmove": "GMOVE", "grepair": "GREPAIR",
+}
+
+
 class WireError(Exception):
-    """An operation the chosen wire cannot carry (a lane operation on wire 6)."""
+    """An operation the chosen wire cannot carry (every operation has both forms today;
+    kept for callers that catch it)."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +113,22 @@ def _bytes(value: Any) -> bytes:
     if value is None or isinstance(value, bytes):
         return cast(bytes, value)  # None: a job without its payload, as the server sent it
     return str(value).encode()
+
+
+def claimed_job(reply: Any) -> ClaimedJob | None:
+    """A flat claim's reply as a job (None: no work)."""
+    if not reply:
+        return None
+    job_id, payload, attempts, fence = reply
+    return ClaimedJob(_text(job_id), _bytes(payload), int(attempts), int(fence))
+
+
+def lane_job(reply: Any) -> LaneJob | None:
+    """A lane claim's reply as a job (None: no work)."""
+    if not reply:
+        return None
+    job_id, payload, attempts, group = reply
+    return LaneJob(_text(job_id), _bytes(payload), int(attempts), _text(group))
 
 
 def _as_dict(reply: Any) -> dict[str, int]:
@@ -159,13 +187,15 @@ class Queue:
         keys = self._keys(verb_keys + extra_keys, job_id)
         return run_script(self.client, name, keys, [*args, self.now_ms()])
 
-    def _lane(self, name: str, args: list[Any], job_id: str | None = None) -> Any:
-        self._lanes_need_wire_4(name)
-        return run_script(self.client, name, self._keys(_LANES[name], job_id), [*args, self.now_ms()])
-
-    def _lanes_need_wire_4(self, name: str) -> None:
+    def _lane(self, name: str, args: list[Any], job_id: str | None = None,
+              keys: list[str] | None = None, now: bool = True) -> Any:
+        """A lane transition: its script (ARGV: `args`, then `now` unless `now` is False)
+        on wire 4, its twin verb (`args` alone) on wire 6."""
+        if keys is None:
+            keys = self._keys(_LANES[name], job_id)
         if self.wire == 6:
-            raise WireError(f"{name}: the lane machinery has no EMQ verb; use wire=4")
+            return self.client.execute_command(f"EMQ.{_LANE_VERBS[name]}", len(keys), *keys, *args)
+        return run_script(self.client, name, keys, [*args, self.now_ms()] if now else args)
 
     # flat jobs
 
@@ -178,11 +208,8 @@ class Queue:
 
     def claim(self, lease_ms: int) -> ClaimedJob | None:
         """Leases the head of pending, or None when there is nothing to claim."""
-        reply = self._flat("claim", [lease_ms])
-        if not reply:
-            return None
-        job_id, payload, attempts, fence = reply
-        return ClaimedJob(_text(job_id), _bytes(payload), int(attempts), int(fence))
+        return claimed_job(self._flat("claim", [lease_ms]))
+
 
     def extend(self, job_id: str, fence: int, lease_ms: int) -> int:
         """Extends a lease; returns the new deadline (ms)."""
@@ -237,25 +264,21 @@ class Queue:
         """Waits on the wake list (BLPOP) up to `beat_seconds`; True when a token came."""
         return self.client.execute_command("BLPOP", self.key("wake"), beat_seconds) is not None
 
-    # lanes (wire 4 only)
+    # lanes
 
     def _genqueue(self, job_id: str, payload: bytes | str, group: str) -> bool:
-        self._lanes_need_wire_4("genqueue")
         keys = [self.key(job_id), self.key("lane:" + group), self.key("ring"), self.key("gpaused"),
                 self.key("glimit"), self.key("gactive"), self.key("wake")]
-        return run_script(self.client, "genqueue", keys, [job_id, payload, group]) == 1
+        if self.wire == 6:  # the verb takes the job id from its row key
+            return self._lane("genqueue", [payload, group], keys=keys) == 1
+        return self._lane("genqueue", [job_id, payload, group], keys=keys, now=False) == 1
 
     def claim_lane(self, lease_ms: int) -> LaneJob | None:
         """One turn of the ring (the queue's pause checked first), or None."""
-        self._lanes_need_wire_4("gclaim2")
         if self.is_paused():
             return None
         keys = [self.key("ring"), self.key("active"), self.prefix]
-        reply = run_script(self.client, "gclaim2", keys, [lease_ms, self.now_ms()])
-        if not reply:
-            return None
-        job_id, payload, attempts, group = reply
-        return LaneJob(_text(job_id), _bytes(payload), int(attempts), _text(group))
+        return lane_job(self._lane("gclaim2", [lease_ms], keys=keys))
 
     def extend_lane(self, job_id: str, attempts: int, lease_ms: int) -> int:
         """Extends a lane lease (token: the claim's attempts); returns the new deadline."""
@@ -275,6 +298,8 @@ class Queue:
 
     def reap(self, limit: int = 100, group: str | None = None) -> int:
         """The uncounted recovery of expired leases (one group's when given)."""
+        if self.wire == 6 and not group:  # the verb's all-groups form takes no group
+            return int(self._lane("reap", [limit]))
         return int(self._lane("reap", [limit, group or ""]))
 
     def sweep_lanes(self, limit: int = 100, max_stalls: int = 1) -> SweepResult:

@@ -7,5 +7,7 @@ FAMILIES = (
     "fakekey.modules.emq.scheduling",
     "fakekey.modules.emq.recovery",
     "fakekey.modules.emq.publish",
+    "fakekey.modules.emq.lanes",
+    "fakekey.modules.emq.lane_controls",
     "fakekey.modules.emq.waiting",
 )

@@ -152,11 +152,13 @@ def lane_jobs(groups: int, per_group: int) -> list[tuple[str, str]]:
     return [(f"JOB{g}-{i:03}", f"g{g}") for i in range(per_group) for g in range(groups)]
 
 
-def test_every_job_completes_once_or_dies_none_lost(client: redis.Redis) -> None:
+@pytest.mark.parametrize("wire", [4, pytest.param(6, marks=pytest.mark.fakekey_only)])
+def test_every_job_completes_once_or_dies_none_lost(client: redis.Redis, wire: int) -> None:
     """200 lane jobs over 4 groups (two with limits) and 20 flat ones; some handlers fail
     once and are retried, some always fail (dead after 3 attempts); one worker hangs
-    mid-job without heartbeats, so its lease expires and the reaper hands the job on."""
-    queue = Queue(client, Q)
+    mid-job without heartbeats, so its lease expires and the reaper hands the job on. On
+    wire 6 the whole beat runs on the verbs (EMQ.REAP, EMQ.GPROMOTE, EMQ.GCLAIM ...)."""
+    queue = Queue(client, Q, wire=wire)
     queue.limit_group("g0", 1)
     queue.limit_group("g1", 2)
     jobs = lane_jobs(4, 50)
@@ -180,12 +182,12 @@ def test_every_job_completes_once_or_dies_none_lost(client: redis.Redis) -> None
         assert queue.enqueue(job, b"payload", group=group)
     for job in flat:
         assert queue.enqueue(job, b"payload")
-    zombie = Consumer(client, Q, zombie_handler, lease_ms=300, heartbeat=False, beat=0.1,
+    zombie = Consumer(client, Q, zombie_handler, wire=wire, lease_ms=300, heartbeat=False, beat=0.1,
                       on_settle=log.on_settle)
     zombie.start()
     wait_until(hung.is_set, what="the zombie to take a job")
-    workers = [Consumer(client, Q, handler, lease_ms=5000, beat=0.05, backoff=5, on_settle=log.on_settle)
-               for _ in range(3)]
+    workers = [Consumer(client, Q, handler, wire=wire, lease_ms=5000, beat=0.05, backoff=5,
+                        on_settle=log.on_settle) for _ in range(3)]
     try:
         for worker in workers:
             worker.start()
@@ -232,7 +234,7 @@ def test_a_wire_6_consumer_drains_the_flat_set(client: redis.Redis) -> None:
             raise RuntimeError("once")
 
     consumer = Consumer(client, Q, handler, wire=6, beat=0.05, backoff=5, on_settle=log.on_settle)
-    assert consumer.recovery == "sweep" and consumer.drain == ("flat",)
+    assert consumer.recovery == "reap" and consumer.drain == ("lanes", "flat")  # as on wire 4
     consumer.start()
     try:
         wait_until(lambda: queue.stats()["completed"] == len(jobs), what="every job")
@@ -243,13 +245,15 @@ def test_a_wire_6_consumer_drains_the_flat_set(client: redis.Redis) -> None:
 
 @pytest.mark.fakekey_only
 def test_a_refused_recovery_ends_the_beat_and_the_consumer_backs_off(client: redis.Redis) -> None:
-    """As the seed says of wire 6: an expired lane lease makes EMQ.STALLED.CHECK refuse
-    (EMQLANE), so the beat stops there, backs off and claims nothing."""
-    lanes = Queue(client, Q)
+    """An expired lease whose row is inconsistent (its `stalls` is no integer) makes
+    EMQ.REAP refuse (EMQHOST, nothing written), so the beat stops there, backs off and
+    claims nothing."""
+    lanes = Queue(client, Q, wire=6)
     lanes.enqueue("JOBL", b"p", group="g")
     assert lanes.claim_lane(1) is not None
+    client.hset(lanes.key("JOBL"), "stalls", "x")
     time.sleep(0.005)  # its 1 ms lease has expired
-    assert Queue(client, Q, wire=6).enqueue("JOBF", b"p")
+    assert lanes.enqueue("JOBF", b"p")
     log = Recorder()
     consumer = Consumer(client, Q, log.handler, wire=6, beat=0.02)
     consumer.start()
@@ -257,17 +261,43 @@ def test_a_refused_recovery_ends_the_beat_and_the_consumer_backs_off(client: red
         wait_until(lambda: consumer.counts["errors"] >= 2, what="two refused beats")
     finally:
         consumer.stop()
-    assert str(consumer.last_error) == "EMQLANE expired lane row JOBL needs the lane recovery"
+    assert str(consumer.last_error) == "EMQHOST unexpected reply from host"
     assert log.handled == [] and consumer.counts["claims"] == 0
 
 
-def test_a_wire_6_consumer_refuses_the_lane_machinery(client: redis.Redis) -> None:
-    from fakekey.emq import WireError
+@pytest.mark.fakekey_only
+@pytest.mark.parametrize("recovery", ["reap", "sweep"])
+def test_a_wire_6_consumer_recovers_and_drains_the_lanes(client: redis.Redis, recovery: str) -> None:
+    """Wire 6 runs the whole beat: an expired lane lease is recovered (the reaper or the
+    counted sweep), a retried lane job is promoted back to its lane, and the ring and the
+    flat set are drained."""
+    queue = Queue(client, Q, wire=6)
+    queue.enqueue("JOBL0", b"p", group="g")
+    assert queue.claim_lane(1) is not None  # a holder that never comes back
+    time.sleep(0.005)
+    jobs = [("JOBL1", "g"), ("JOBL2", "h"), ("JOBL3", "h")]
+    for job, group in jobs:
+        assert queue.enqueue(job, b"p", group=group)
+    assert queue.enqueue("JOBF", b"p")
+    log = Recorder()
+    tries: Counter[str] = Counter()
 
-    with pytest.raises(WireError):
-        Consumer(client, Q, Recorder().handler, wire=6, recovery="reap")
-    with pytest.raises(WireError):
-        Consumer(client, Q, Recorder().handler, wire=6, drain=("lanes", "flat"))
+    def handler(job: Job) -> None:
+        tries[job.id] += 1
+        if job.id == "JOBL2" and tries[job.id] == 1:
+            raise RuntimeError("once")
+
+    consumer = Consumer(client, Q, handler, wire=6, recovery=recovery, beat=0.02, backoff=5,
+                        on_settle=log.on_settle)
+    consumer.start()
+    try:
+        wait_until(lambda: queue.stats()["completed"] == 5, what="every job completed")
+    finally:
+        consumer.stop()
+    completed = Counter(job for job, outcome in log.settled if outcome == COMPLETED)
+    assert completed == Counter(["JOBL0", "JOBL1", "JOBL2", "JOBL3", "JOBF"])
+    assert _settled(queue)
+    assert client.hgetall(queue.key("gactive")) == {}
 
 
 def test_a_long_handler_is_kept_alive_by_heartbeats(client: redis.Redis) -> None:

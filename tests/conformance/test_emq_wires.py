@@ -14,9 +14,10 @@ fields in order, zset members and scores, list contents and TTL. The one documen
 difference is `stats`: a script's map lists its pairs in the Lua table's order, so its
 pairs are compared as a set (the wire type still must agree).
 
-Lane rows are admitted and leased by the lane scripts in every column (there is no verb
-for them), so the flat verbs' lane refusals are exercised too. HYPOTHESIS_PROFILE=deep
-runs many more lifecycles.
+The lane transitions run the same way: the lane verb (`EMQ.GENQUEUE`, `EMQ.GCLAIM`, ...,
+spec 7.1) in the verb column, its lane script in the two script columns; lane rows meet
+the flat verbs too, so their lane refusals are exercised. HYPOTHESIS_PROFILE=deep runs many
+more lifecycles.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ SMALL_MS = mostly(st.integers(0, 3000), ["007", "-1", "x", "", "1.5"])
 POSITIVE = mostly(st.integers(1, 3000), ["0", "-3", "010", "abc"])
 PRIORITY = mostly(st.integers(-3, 3), ["-0", "+1", "9223372036854775808"])
 LANE_JOBS = ["JOBL1", "JOBL2"]
+# a lane job's group: mostly one of two, now and then the empty group (a lane key `lane:`)
+LANE_GROUP = st.sampled_from([*GROUPS, *GROUPS, ""])
 JOB = st.sampled_from([*JOBS, LANE_JOBS[0], "job9"])
 # which job a settlement names: the one claimed last (most often), or any
 PICK = st.sampled_from(["claimed", "claimed", "claimed", "any"])
@@ -306,7 +309,7 @@ class Wires(RuleBasedStateMachine):
 
     # --- the same built-in write in every column: rowless members, odd rows ------------
 
-    @rule(job=st.sampled_from(JOBS), change=st.sampled_from([
+    @rule(job=st.sampled_from(JOBS + LANE_JOBS), change=st.sampled_from([
         ("DEL",), ("HSET", "attempts", "x"), ("HSET", "priority", "1.5"), ("HSET", "stalls", ""),
         ("HSET", "max_attempts", "1"), ("HSET", "max_attempts", "-"), ("HDEL", "fence"), ("HDEL", "priority"),
         ("HSET", "restart", "0"),
@@ -322,56 +325,114 @@ class Wires(RuleBasedStateMachine):
         """meta's integers: a bad one answers EMQHOST where it is read; a fence moved on."""
         self._everywhere("HSET", key("meta"), *change)
 
-    # --- lane rows (scripts in every column): the flat verbs must refuse them alike ------
+    # --- lane transitions: the lane verb in the verb column, its script in the others ---
 
-    @rule(job=st.sampled_from(LANE_JOBS), group=st.sampled_from(GROUPS))
+    def _lane(self, verb: str, script: str, keys: list[str], args: list[Any],
+              script_args: list[Any] | None = None) -> tuple[str, Any]:
+        """`EMQ.<verb>` on fakekey, the lane script on Valkey and on fakekey: the script's
+        ARGV is the verb's arguments then `now` (unless given: @genqueue's)."""
+        assert self.verbs is not None
+        if script_args is None:
+            script_args = [*args, self.now]
+        replies = [self.verbs.call(f"EMQ.{verb}", len(keys), *keys, *args)]
+        replies += [client.call(*script_call(script, keys, script_args)) for client in self.scripts]
+        self._agree(f"EMQ.{verb} {' '.join(keys)} {' '.join(map(str, args))} (now {self.now})", replies)
+        return replies[1]
+
+    @staticmethod
+    def _lanes() -> list[str]:
+        return [key(s) for s in LANE_KEYS]
+
+    @rule(job=st.sampled_from(LANE_JOBS), group=LANE_GROUP)
     def lane_admit(self, job: str, group: str) -> None:
         keys = [key("row", job), key("lane:" + group), *(key(s) for s in ["ring", "gpaused", "glimit", "gactive", "wake"])]
-        self._lane("genqueue", keys, [job, "lp", group])
+        self._lane("GENQUEUE", "genqueue", keys, ["lp", group], [job, "lp", group])
 
-    @rule(lease=st.integers(1, 2000))
-    def lane_claim(self, lease: int) -> None:
-        kind, items = self._lane("gclaim2", [key("ring"), key("active"), Q], [lease, self.now])
+    @rule(lease=POSITIVE)
+    def lane_claim(self, lease: Any) -> None:
+        kind, items = self._lane("GCLAIM", "gclaim2", [key("ring"), key("active"), Q], [lease])
         if kind == "*" and len(items) == 4:
             self.lane_leases[items[0][1].decode()] = items[2][1]
 
-    @rule(job=st.sampled_from(LANE_JOBS), group=st.sampled_from(GROUPS),
+    @rule(job=st.sampled_from(LANE_JOBS), group=LANE_GROUP,
           settle=st.sampled_from(["gcomplete", "gfail", "gextend", "hold"]), backoff=st.integers(0, 2000))
     def lane_work(self, job: str, group: str, settle: str, backoff: int) -> None:
         """The lane happy path in one step: admit, one ring turn, settle the job it leased."""
         self.lane_admit(job, group)
-        kind, items = self._lane("gclaim2", [key("ring"), key("active"), Q], [1000, self.now])
+        kind, items = self._lane("GCLAIM", "gclaim2", [key("ring"), key("active"), Q], [1000])
         if kind == "*" and len(items) == 4:
             leased = items[0][1].decode()
             self.lane_leases[leased] = items[2][1]
             if settle != "hold":
-                self.lane_settle(leased, settle, False, backoff)
+                self.lane_settle(leased, settle, "right", backoff)
 
-    @rule(job=st.sampled_from(LANE_JOBS), settle=st.sampled_from(["gcomplete", "gfail", "gextend"]),
-          stale=st.booleans(), backoff=st.integers(0, 2000))
-    def lane_settle(self, job: str, settle: str, stale: bool, backoff: int) -> None:
-        """A lane lease settled with its token (attempts), or a stale one."""
-        token = self.lane_leases.get(job, 1) + (1 if stale else 0)
-        row, lanes = key("row", job), [key(s) for s in LANE_KEYS]
+    @rule(job=st.sampled_from(LANE_JOBS + ["JOB1"]), settle=st.sampled_from(["gcomplete", "gfail", "gextend"]),
+          token=mostly(st.just("right"), ["stale", "zero", "missing"]), backoff=SMALL_MS)
+    def lane_settle(self, job: str, settle: str, token: str, backoff: Any) -> None:
+        """A lane lease settled with its token (attempts), a stale or an invalid one."""
+        known = self.lane_leases.get(job, 1)
+        attempts = {"right": known, "stale": known + 1, "zero": 0, "missing": "a"}[token]
+        row = key("row", job)
         if settle == "gcomplete":
-            self._lane("gcomplete", [row, key("active"), key("meta"), *lanes], [token, self.now])
+            self._lane("GCOMPLETE", "gcomplete", [row, key("active"), key("meta"), *self._lanes()], [attempts])
         elif settle == "gfail":
-            keys = [row, key("active"), key("schedule"), key("dead"), key("meta"), *lanes]
-            self._lane("gfail", keys, [token, backoff, "boom", self.now])
+            keys = [row, key("active"), key("schedule"), key("dead"), key("meta"), *self._lanes()]
+            self._lane("GFAIL", "gfail", keys, [attempts, backoff, "boom"])
         else:
-            self._lane("gextend", [row, key("active")], [token, 500, self.now])
+            self._lane("GEXTEND", "gextend", [row, key("active")], [attempts, 500])
 
-    @rule(how=st.sampled_from(["reap", "gpromote", "gsweep"]), limit=st.integers(1, 4))
-    def lane_recover(self, how: str, limit: int) -> None:
-        """The lane scripts' sweeps, which take flat and lane rows alike."""
-        lanes = [key(s) for s in LANE_KEYS]
-        if how == "reap":
-            self._lane("reap", [key("active"), key("pending"), *lanes], [limit, "", self.now])
+    @rule(how=st.sampled_from(["reap", "reap_group", "gpromote", "gsweep"]), limit=POSITIVE,
+          group=st.sampled_from([None, "", *GROUPS]), max_stalls=mostly(st.integers(0, 2), ["-1", "x"]))
+    def lane_recover(self, how: str, limit: Any, group: str | None, max_stalls: Any) -> None:
+        """The lane sweeps, which take flat and lane rows alike; the reaper in both forms
+        (no group, the empty group, one group)."""
+        if how.startswith("reap"):
+            keys = [key("active"), key("pending"), *self._lanes()]
+            verb_args = [limit] if group is None else [limit, group]
+            self._lane("REAP", "reap", keys, verb_args, [limit, group or "", self.now])
         elif how == "gpromote":
-            self._lane("gpromote", [key("schedule"), key("pending"), *lanes], [limit, self.now])
+            self._lane("GPROMOTE", "gpromote", [key("schedule"), key("pending"), *self._lanes()], [limit])
         else:
-            keys = [key("active"), key("pending"), key("dead"), key("meta"), *lanes]
-            self._lane("gsweep", keys, [limit, 1, self.now])
+            keys = [key("active"), key("pending"), key("dead"), key("meta"), *self._lanes()]
+            self._lane("GSWEEP", "gsweep", keys, [limit, max_stalls])
+
+    @rule(job=st.sampled_from(LANE_JOBS + ["JOB1", "JOBX"]), how=st.sampled_from(["greprocess", "gremove"]))
+    def lane_dead_or_removed(self, job: str, how: str) -> None:
+        row = key("row", job)
+        if how == "greprocess":
+            self._lane("GREPROCESS", "greprocess", [row, key("dead"), *self._lanes()], [])
+        else:
+            keys = [row, key("schedule"), key("active"), key("dead"), *self._lanes()]
+            self._lane("GREMOVE", "gremove", keys, [])
+
+    @rule(how=st.sampled_from(["gpause", "gresume", "gresume", "glimit", "glimit", "grepair"]),
+          group=LANE_GROUP, limit=mostly(st.integers(0, 2), ["-1", "x", "01"]))
+    def lane_control(self, how: str, group: str, limit: Any) -> None:
+        """A group paused, resumed (more often), limited or lifted, repaired."""
+        if how == "grepair":
+            self._lane("GREPAIR", "grepair", [key("active"), *self._lanes()], [group])
+        elif how == "glimit":
+            self._lane("GLIMIT", "glimit", self._lanes(), [group, limit])
+        else:
+            self._lane(how.upper(), how, self._lanes(), [group])
+
+    @rule(job=st.sampled_from(LANE_JOBS + ["JOB1", "JOBX"]), group=LANE_GROUP)
+    def lane_move(self, job: str, group: str) -> None:
+        self._lane("GMOVE", "gmove", [key("row", job), key("active"), *self._lanes()], [group])
+
+    @rule(group=st.sampled_from(GROUPS), change=st.sampled_from(["drift", "lose", "unring", "ring"]),
+          count=st.integers(0, 3))
+    def lane_tamper(self, group: str, change: str, count: int) -> None:
+        """Lane bookkeeping gone wrong, the same in every column: an active count that
+        drifted or was lost (GREPAIR's work), a group dropped from the ring or rung twice."""
+        if change == "drift":
+            self._everywhere("HSET", key("gactive"), group, count)
+        elif change == "lose":
+            self._everywhere("HDEL", key("gactive"), group)
+        elif change == "unring":
+            self._everywhere("LREM", key("ring"), 0, group)
+        else:
+            self._everywhere("RPUSH", key("ring"), group)
 
 
 def test_verbs_and_scripts_agree_on_every_step(pytestconfig: pytest.Config) -> None:

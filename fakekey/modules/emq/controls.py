@@ -15,6 +15,9 @@ CAPABILITIES = (
     b"enqueue", b"claim", b"extend", b"complete", b"fail", b"release", b"promote",
     b"stalled.check", b"reprocess", b"remove", b"pause", b"resume", b"stats", b"publish",
     b"append", b"failures.incr",
+    b"genqueue", b"gclaim", b"gextend", b"gcomplete", b"gfail", b"gpromote", b"reap",
+    b"gsweep", b"greprocess", b"gremove", b"gpause", b"gresume", b"glimit", b"gmove",
+    b"grepair",
 )
 
 

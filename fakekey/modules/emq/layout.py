@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from fakekey.codecs.errors import wrong_args
 from fakekey.commands.args import LLONG_MIN, try_int
 from fakekey.core.registry import command, declare_module, keys_numkeys
 from fakekey.core.users import check_key
@@ -250,6 +251,8 @@ def verb(
     args: Iterable[Arg] = (),
     *,
     rest: int = 0,
+    arity: int | None = None,
+    most: int | None = None,
     write: bool = True,
     fast: bool = False,
     rings: bool = False,
@@ -259,14 +262,17 @@ def verb(
     complexity: str,
 ) -> Callable[[Callable[[Call], Any]], Callable[[Call], Any]]:
     """Declare `EMQ.<name>`: its keys (the suffix each position expects), its fixed
-    arguments, and `rest`, the fewest extra words it takes (a variadic verb). `access`
+    arguments, and `rest`, the fewest extra words it takes (a variadic verb; `arity`
+    declares one whose forms the handler tells apart; `most`, the most words it takes,
+    past which it answers the wrong number of arguments, as a module's WrongArity). `access`
     checks the keys the verb derives (meta, rows); the declared keys are checked here, for
     reading, and for writing too when the verb writes. `rings`: the verb can make flat work
     claimable (`Call.claimable`), so the queue's doorbell rule may have it push a token at
     its end (doorbell.py); `blocking`: the verb may park its client."""
     arg_spec = tuple(args)
     fixed = 2 + len(keys) + len(arg_spec)
-    arity = -(fixed + rest) if rest else fixed
+    if arity is None:
+        arity = -(fixed + rest) if rest else fixed
     flags = ("write" if write else "readonly") + (" fast" if fast else "") + (
         " blocking" if blocking else "")
     key_flags = "RW access update" if write else "RO access"
@@ -279,6 +285,8 @@ def verb(
 
     def declare(handler: Callable[[Call], Any]) -> Callable[[Call], Any]:
         def run(c: Client, argv: list[bytes]) -> Any:
+            if most is not None and len(argv) > most:
+                raise wrong_args(full_name)
             if argv[1] != numkeys:
                 check_shape(full_name, argv, count)
             key_words = argv[2 : 2 + count]

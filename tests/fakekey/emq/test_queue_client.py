@@ -15,7 +15,7 @@ import redis
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from fakekey.emq import ClaimedJob, LaneJob, Queue, WireError
+from fakekey.emq import SCRIPTS, ClaimedJob, LaneJob, Queue, WireError
 from fakekey.net.server import Server
 
 NOW = 1_700_000_000_000
@@ -109,6 +109,11 @@ def test_wire4_sweep_and_reprocess(wire4: Queue, queue_server: Server):
 
 
 def test_wire4_lanes(wire4: Queue, queue_server: Server):
+    lanes_flow(wire4, queue_server)
+
+
+def lanes_flow(wire4: Queue, queue_server: Server) -> None:
+    """Every lane operation once (the name says wire 4: the wire-6 test runs it too)."""
     for job_id, group in (("JOB1", "a"), ("JOB2", "a"), ("JOB3", "b")):
         assert wire4.enqueue(job_id, b"p", group=group)
     assert wire4.park(0.01)
@@ -164,19 +169,19 @@ def test_wire4_resp3_stats_is_a_dict(queue_server: Server):
 # --- wire 6 ------------------------------------------------------------------------------
 
 
-def test_wire6_refuses_every_lane_operation(queue_server: Server):
-    queue = Queue(_client(queue_server, WIRE6_DB), "orders", wire=6)
-    calls = [
-        lambda: queue.enqueue("JOB1", b"p", group="g"),
-        lambda: queue.claim_lane(100),
-        lambda: queue.complete_lane("JOB1", 1),
-        lambda: queue.reap(),
-        lambda: queue.pause_group("g"),
-        lambda: queue.limit_group("g", 1),
-    ]
-    for call in calls:
-        with pytest.raises(WireError, match="no EMQ verb"):
-            call()
+def test_wire6_runs_every_lane_operation_on_the_verbs(queue_server: Server):
+    client = _client(queue_server, WIRE6_DB)
+    client.flushall()
+    client.script_flush()
+    queue_server.freeze(NOW)
+    queue = Queue(client, "orders", wire=6)
+    lanes_flow(queue, queue_server)  # no script sent: none loaded
+    assert client.execute_command("SCRIPT", "EXISTS", *(s.sha for s in SCRIPTS.values())) == [0] * len(SCRIPTS)
+    client.close()
+
+
+def test_wire_error_is_kept_for_its_callers():
+    assert issubclass(WireError, Exception)
 
 
 def test_queue_checks_its_name_and_wire(queue_server: Server):
