@@ -1,11 +1,11 @@
-"""FAKEKEY.* commands: what fakekey adds for tests (the clock). Off with
+"""FAKEKEY.* commands: what fakekey adds for tests (the clock, the lost-wake detector). Off with
 `enable-fakekey-commands no`, like Valkey's enable-debug-command."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fakekey.commands.args import parse_int
+from fakekey.commands.args import help_lines, parse_int
 from fakekey.core.client import Client
 from fakekey.core.clock import MAX_MS
 from fakekey.core.registry import command
@@ -54,4 +54,39 @@ def fakekey_clock(c: Client, argv: list[bytes]) -> Any:
     raise ReplyError(
         f"ERR unknown subcommand '{argv[1].decode('utf-8', 'replace')}'. "
         "Try FAKEKEY.CLOCK GET|SET|ADVANCE|REAL."
+    )
+
+
+WAKES_HELP = [
+    "FAKEKEY.WAKES <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET",
+    "    The lost-wake detector's counts and records: lost, wasted, and the most recent",
+    "    128 lost wakes, oldest first (time, queue, transition, command, script, client).",
+    "RESET",
+    "    Clear the counts and the records.",
+    "HELP",
+    "    Print this help.",
+]
+
+
+@command("fakekey.wakes", -2, "admin noscript fast", acl="dangerous", group=G,
+         since="0.1.0", summary="Reads or clears the lost-wake detector of EMQ queues "
+         "(GET | RESET | HELP).")
+def fakekey_wakes(c: Client, argv: list[bytes]) -> Any:
+    state = c.state
+    if not state.fakekey_enabled:
+        raise DISABLED
+    sub = argv[1].upper()
+    if sub == b"GET" and len(argv) == 2:
+        return state.wakes.report().reply()
+    if sub == b"RESET" and len(argv) == 2:
+        state.wakes.reset()
+        return OK
+    if sub == b"HELP" and len(argv) == 2:
+        return help_lines(WAKES_HELP)
+    if sub in (b"GET", b"RESET", b"HELP"):
+        raise ReplyError("ERR wrong number of arguments for 'fakekey.wakes' command")
+    raise ReplyError(
+        f"ERR unknown subcommand '{argv[1].decode('utf-8', 'replace')}'. "
+        "Try FAKEKEY.WAKES GET|RESET|HELP."
     )

@@ -100,6 +100,7 @@ class Blocking:
                 queue = client.db.waiting[key] = deque()
             queue.append(waiter)
         client.blocked = waiter
+        self.state.wakes.parked(client, client.db, keys, kinds)  # an EMQ wake list arms core/wakes.py
         self._count += 1
         self._uncount_run(client, cmd)
         if deadline:

@@ -193,6 +193,8 @@ class Database:
                 self.state.blocking.signal_deleted(self, key)
             elif key in self.data:
                 self.state.blocking.signal(self, key)
+        if self.state.wake_watch is not None:  # the lost-wake detector, armed (core/wakes.py)
+            self.state.wake_watch.written(self, key, event)
         if self.state.tracking:  # client-side caching: the readers' invalidation
             self.state.tracking.invalidate(key)
         if self.state.memory is not None:  # maxmemory: the key's new estimate (fakekey/memory/eviction.py)

@@ -37,6 +37,7 @@ from fakekey.core.replicas import NOREPLICAS, is_write_command, too_few_replicas
 from fakekey.core.tracking import Tracking
 from fakekey.core.transactions import abort_exec
 from fakekey.core.users import Users
+from fakekey.core.wakes import WakeDetector
 from fakekey.memory.eviction import MemoryTracker, maxmemory_changed, refuses
 from fakekey.memory.lazyfree import Reclaimer
 from fakekey.resp.replies import QUEUED, ReplyError
@@ -163,6 +164,9 @@ class ServerState:
         self.tracking_table = Tracking(self)
         self.tracking: Tracking | None = None
         self.paused: Pause | None = None  # CLIENT PAUSE in effect (fakekey/core/pause.py)
+        # the lost-wake detector (FAKEKEY.WAKES, core/wakes.py); `wake_watch` is it only while armed
+        self.wakes = WakeDetector(self)
+        self.wake_watch: WakeDetector | None = None
 
     def running_loop(self) -> Any:
         """The event loop this thread is running, or None: asyncio.get_running_loop()'s
@@ -437,6 +441,8 @@ class ServerState:
             reply = self.run_command(client, cmd, argv, started)
         finally:
             self.current_client = None
+        if self.wake_watch is not None:  # lost wakes, before the waiters are served (core/wakes.py)
+            self.wake_watch.settle_call(argv)
         if self.blocking.ready:
             self.blocking.serve()
         return reply

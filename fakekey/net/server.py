@@ -31,6 +31,7 @@ from fakekey.core.outbuf import (
     resized_buffer,
 )
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
+from fakekey.core.wakes import WakeReport
 from fakekey.net.registry import load_all
 from fakekey.persistence.manager import Persistence
 from fakekey.resp.parser import ProtocolError
@@ -874,6 +875,18 @@ class Server:
 
     def real_time(self) -> None:
         self._on_loop(self.state.real_clock)
+
+    # --- the lost-wake detector (EMQ queues, docs/emq.md), from Python ---------------------
+
+    def wakes(self) -> WakeReport:
+        """The lost-wake detector's counts (`lost`, `wasted`) and its most recent lost
+        wakes (`records`, oldest first), as FAKEKEY.WAKES GET answers them."""
+        report: WakeReport = self._on_loop(self.state.wakes.report)
+        return report
+
+    def reset_wakes(self) -> None:
+        """Clear the detector's counts and records (FAKEKEY.WAKES RESET)."""
+        self._on_loop(self.state.wakes.reset)
 
     @contextlib.contextmanager
     def frozen(self, at: datetime.datetime | int | None = None) -> Iterator[Server]:

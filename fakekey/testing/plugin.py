@@ -8,6 +8,9 @@ on fakekey, on a real valkey-server, or on both. The reference is docs/pytest.md
     def test_expiry(fakekey_clock, fakekey_client):
         fakekey_clock.advance(seconds=10)      # keys expire, waiters time out, at once
 
+EMQ queues: `fakekey_no_lost_wakes` fails a test that loses a wake (fakekey/testing/wakes.py
+has `assert_no_lost_wakes(server_or_client)` for any point of a test).
+
 Options: `--fakekey-target fakekey|valkey|both|URL` (or FAKEKEY_TARGET, or the ini option
 `fakekey_target`), `--fakekey-scope function|session` (or `fakekey_scope`).
 """
@@ -30,6 +33,7 @@ from fakekey.testing.servers import (
     parse_targets,
     target_id,
 )
+from fakekey.testing.wakes import LostWakeGuard
 
 MARKERS = (
     "fakekey_only: needs fakekey's own commands or clock; skipped on other targets",
@@ -174,6 +178,26 @@ def fakekey_clock(fakekey_running: RunningServer) -> Iterator[Server]:
     server.freeze()
     yield server
     server.real_time()
+
+
+@pytest.fixture
+def fakekey_no_lost_wakes(fakekey_running: RunningServer) -> LostWakeGuard:
+    """Fails the test, after its body, when a wake was lost on its server (an EMQ claimable
+    transition that pushed no token while a client was parked on the queue's wake list;
+    docs/emq.md). The detector is emptied when the test starts. On a target that is not
+    fakekey it checks nothing."""
+    return LostWakeGuard(fakekey_running)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """A test that asked for `fakekey_no_lost_wakes` and passed is checked for lost wakes:
+    a lost wake fails the test itself (not its teardown)."""
+    result = yield
+    guard = getattr(item, "funcargs", {}).get("fakekey_no_lost_wakes")
+    if isinstance(guard, LostWakeGuard):
+        guard.check()
+    return result
 
 
 # --- clients -----------------------------------------------------------------------------

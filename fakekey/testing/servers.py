@@ -82,7 +82,7 @@ class RunningServer:
 
     def reset(self) -> None:
         """Empty the server for the next test: data, functions, scripts, keyspace events,
-        and fakekey's clock back to real time."""
+        and fakekey's clock back to real time (and, in-process, its lost-wake counts)."""
         with self.raw() as client:
             commands = [("FLUSHALL",), ("FUNCTION", "FLUSH"), ("SCRIPT", "FLUSH")]
             if self.started_here:
@@ -91,6 +91,7 @@ class RunningServer:
                 _expect_ok(client.call(*command), " ".join(command))
         if self.server is not None:
             self.server.real_time()
+            self.server.reset_wakes()  # the lost-wake detector's counts (docs/emq.md)
         elif self.is_fakekey:
             with self.raw() as client:
                 client.call("FAKEKEY.CLOCK", "REAL")
