@@ -32,7 +32,7 @@ from typing import Any
 
 import redis
 
-from fakekey.emq.queue import ClaimedJob, LaneJob, Queue
+from fakekey.emq.queue import ClaimedJob, LaneJob, Queue, WireError
 
 Job = ClaimedJob | LaneJob
 Handler = Callable[[Job], Any]
@@ -57,6 +57,9 @@ class Consumer:
     - `backoff`: a failed job's delay before its retry, in ms: a function of its attempts,
       or a base for `exponential_backoff`.
     - `heartbeat`: extend a long handler's lease (every lease/3).
+    - `park`: `"wake"` parks on `BLPOP emq:{Q}:wake` (the seed's doorbell); `"claim"`
+      (wire 6) parks on the blocking claim itself, `EMQ.BCLAIM` (or `EMQ.GBCLAIM` when the
+      beat drains only lanes), and handles the job it leases as soon as one is claimable.
     - `on_settle(job, outcome)`: called after each settlement with `completed`,
       `scheduled`, `dead`, or `lost` (the lease was recovered meanwhile and the settlement
       refused: the job belongs to another worker now).
@@ -70,8 +73,14 @@ class Consumer:
                  lease_ms: int = 30_000, beat: float = 1.0, recovery: str | None = None,
                  max_stalls: int = 1, batch: int = 100, drain: tuple[str, ...] | None = None,
                  backoff: Callable[[int], int] | int = 1000,
-                 heartbeat: bool = True, on_settle: Callable[[Job, str], None] | None = None) -> None:
+                 heartbeat: bool = True, on_settle: Callable[[Job, str], None] | None = None,
+                 park: str = "wake") -> None:
         self.queue = Queue(client, name, wire=wire)
+        if park not in ("wake", "claim"):
+            raise ValueError("park is 'wake' (BLPOP on the wake list) or 'claim' (the blocking claim)")
+        if park == "claim" and wire != 6:
+            raise WireError("park='claim' parks on EMQ.BCLAIM/EMQ.GBCLAIM: it needs wire=6")
+        self.park = park
         self.client = client
         self.handler = handler
         self.lease_ms = lease_ms
@@ -255,8 +264,27 @@ class Consumer:
     def _park_once(self) -> None:
         if self._park is None:
             self._park = ParkingConnection(self.client)
+        if self.park == "claim":
+            self._park_on_claim(self._park)
+            return
         if self._park.call("BLPOP", self.queue.key("wake"), blpop_timeout(self.beat)) is not None:
             self.counts["wakes"] += 1
+
+    def _park_on_claim(self, park: ParkingConnection) -> None:
+        """Park on the blocking claim itself (wire 6): the flat one when the beat drains the
+        flat set, else the lane ring's; the job it leases is handled at once, and any other
+        work is found at the next beat."""
+        timeout_ms = max(1, round(self.beat * 1000))
+        if "flat" in self.drain:
+            job: Job | None = self.queue.claim_wait(self.lease_ms, timeout_ms, via=park.call)
+        else:
+            job = self.queue.claim_lane_wait(self.lease_ms, timeout_ms, via=park.call)
+        self.counts["claims"] += 1
+        if job is None:
+            self.counts["empty_claims"] += 1
+            return
+        self.counts["wakes"] += 1
+        self._handle(job)
 
     def _unblock_park(self) -> None:
         park = self._park  # the loop thread may clear it meanwhile

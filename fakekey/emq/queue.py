@@ -210,6 +210,45 @@ class Queue:
         """Leases the head of pending, or None when there is nothing to claim."""
         return claimed_job(self._flat("claim", [lease_ms]))
 
+    def claim_wait(self, lease_ms: int, timeout_ms: int = 0, *, via: Any = None) -> ClaimedJob | None:
+        """EMQ.BCLAIM (wire 6): leases the head of pending, or waits for one up to
+        `timeout_ms` (0: forever); None at the timeout. `via`: the connection to wait on
+        (something with `execute_command`, or a callable taking the command's words)."""
+        reply = self._wait("BCLAIM", [self.key("pending"), self.key("active")], lease_ms, timeout_ms, via)
+        return claimed_job(reply)
+
+    def claim_lane_wait(self, lease_ms: int, timeout_ms: int = 0, *, via: Any = None) -> LaneJob | None:
+        """EMQ.GBCLAIM (wire 6): a ring turn that leases, or waits for a group to join the
+        ring (a paused queue waits too); None at the timeout."""
+        keys = [self.key("ring"), self.key("active"), self.prefix]
+        return lane_job(self._wait("GBCLAIM", keys, lease_ms, timeout_ms, via))
+
+    def _wait(self, verb: str, keys: list[str], lease_ms: int, timeout_ms: int, via: Any) -> Any:
+        if self.wire != 6:
+            raise WireError(f"EMQ.{verb} is a verb: the claims that wait need wire=6")
+        argv = [f"EMQ.{verb}", len(keys), *keys, lease_ms, timeout_ms]
+        if via is None:
+            return self.client.execute_command(*argv)
+        return via(*argv) if callable(via) else via.execute_command(*argv)
+
+    def set_ring(self, rule: str) -> None:
+        """The queue's doorbell rule: `lanes` (the seed's) or `all` (every claimable
+        transition pushes a token): EMQ.RING on wire 6, @ring on wire 4."""
+        if self.wire == 6:
+            self.client.execute_command("EMQ.RING", 1, self.key("meta"), rule)
+        else:
+            run_script(self.client, "ring", [self.key("meta")], [rule, self.now_ms()])
+
+    def set_timer(self, on: bool, *, batch: int = 100, limit: int = 100, max_stalls: int = 1) -> None:
+        """EMQ.TIMER (wire 6): arm the queue's timer in the server (promotion and the
+        counted sweep at each due time), or disarm it."""
+        if self.wire != 6:
+            raise WireError("EMQ.TIMER is a verb: the server's timer needs wire=6")
+        meta = self.key("meta")
+        if on:
+            self.client.execute_command("EMQ.TIMER", 1, meta, "ON", batch, limit, max_stalls)
+        else:
+            self.client.execute_command("EMQ.TIMER", 1, meta, "OFF")
 
     def extend(self, job_id: str, fence: int, lease_ms: int) -> int:
         """Extends a lease; returns the new deadline (ms)."""

@@ -16,7 +16,8 @@ from typing import Any
 from fakekey.commands.args import LLONG_MAX
 from fakekey.modules.emq import host
 from fakekey.modules.emq.jobs import lease_head
-from fakekey.modules.emq.layout import NON_NEGATIVE, POSITIVE, Arg, Call, verb
+from fakekey.modules.emq.lanes import gclaim, gclaim_access
+from fakekey.modules.emq.layout import NON_NEGATIVE, POSITIVE, PREFIX, Arg, Call, verb
 from fakekey.resp.replies import ReplyError
 
 TIMEOUT_RANGE = ReplyError("ERR timeout is out of range")
@@ -65,3 +66,42 @@ def bclaim(call: Call) -> Any:
     if reply:
         return reply
     return park(call, call.keys[0], is_paused(call), timeout_ms)
+
+
+def gbclaim_access(call: Call) -> None:
+    """Access: what EMQ.GCLAIM touches, and meta (the queue's pause is read)."""
+    gclaim_access(call)
+    call.may_read(call.key(b"meta"))
+
+
+def lane_turns(call: Call, lease_ms: int) -> list[Any]:
+    """EMQ.GCLAIM's turns until one leases, at most one per group on the ring as it was:
+    a turn that drops an unserviceable head group (or a rowless head) leases nothing,
+    while a later group of the ring may have work."""
+    call.args = [lease_ms]  # GCLAIM's own arguments
+    for _ in range(max(1, ring_length(call))):
+        reply: list[Any] = gclaim(call)
+        if reply or not ring_length(call):
+            return reply
+    return []
+
+
+def ring_length(call: Call) -> int:
+    ring = call.db.lookup(call.keys[0])
+    return len(ring) if ring is not None and not isinstance(ring, bytes | bytearray) else 0
+
+
+@verb("gbclaim", ("ring", "active", PREFIX),
+      (Arg("lease_ms", POSITIVE), Arg("timeout_ms", NON_NEGATIVE)),
+      access=gbclaim_access, blocking=True,
+      summary="Lease from the lane ring, or wait for a group to join it up to timeout_ms "
+      "(0: forever); a paused queue waits",
+      complexity="O(R log N) for a ring of R groups")
+def gbclaim(call: Call) -> Any:
+    lease_ms, timeout_ms = call.args
+    if is_paused(call):
+        return park(call, call.keys[0], True, timeout_ms)
+    reply = lane_turns(call, lease_ms)
+    if reply:
+        return reply
+    return park(call, call.keys[0], False, timeout_ms)

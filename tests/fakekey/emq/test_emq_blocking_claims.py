@@ -222,3 +222,104 @@ def test_counts_one_call_when_served(r, waiters):
     assert leased(waiters[0].read(), "JOB1", 1)
     stats = r.call("INFO", "commandstats")[1].decode()
     assert "cmdstat_emq.bclaim:calls=1," in stats
+
+
+# --- EMQ.GBCLAIM: the lane ring's claim that waits -------------------------------------------
+
+LANE_BLOCK = ("ring", "gpaused", "glimit", "gactive", "wake")
+
+
+def gbclaim_argv(lease: int = 1000, timeout: int = 0) -> tuple[object, ...]:
+    return ("EMQ.GBCLAIM", 3, k("ring"), k("active"), Q, lease, timeout)
+
+
+def genqueue(r: RawClient, job: str, group: str) -> None:
+    keys = [k(job), k("lane:" + group), *(k(s) for s in LANE_BLOCK)]
+    assert r.call("EMQ.GENQUEUE", len(keys), *keys, "p-" + job, group) == (":", 1)
+
+
+def lane_leased(reply: object, job: str, group: str, attempts: int = 1) -> bool:
+    return reply == ("*", [("$", job.encode()), ("$", b"p-" + job.encode()), (":", attempts),
+                           ("$", group.encode())])
+
+
+def test_gbclaim_leases_at_once_and_waits_for_a_group_to_join_the_ring(r, waiters):
+    genqueue(r, "JOB1", "g1")
+    assert lane_leased(r.call(*gbclaim_argv()), "JOB1", "g1")
+    first, second = waiters[0], waiters[1]
+    first.send(*gbclaim_argv())
+    wait_blocked(r, 1)
+    second.send(*gbclaim_argv())
+    wait_blocked(r, 2)
+    genqueue(r, "JOB2", "g2")
+    assert lane_leased(first.read(), "JOB2", "g2")
+    genqueue(r, "JOB3", "g3")
+    assert lane_leased(second.read(), "JOB3", "g3")
+
+
+def test_gbclaim_skips_an_unserviceable_head_group(r):
+    genqueue(r, "JOB1", "g1")
+    genqueue(r, "JOB2", "g2")
+    r.call("SADD", k("gpaused"), "g1")  # g1 stays at the ring's head, no longer serviceable
+    assert lane_leased(r.call(*gbclaim_argv()), "JOB2", "g2")
+
+
+def test_gbclaim_parks_while_the_queue_is_paused(r, waiters):
+    genqueue(r, "JOB1", "g1")
+    assert r.call("EMQ.PAUSE", 1, k("meta")) == ("+", b"OK")
+    waiters[0].send(*gbclaim_argv())
+    wait_blocked(r, 1)
+    assert r.call("EMQ.RESUME", 1, k("meta")) == ("+", b"OK")
+    assert lane_leased(waiters[0].read(), "JOB1", "g1")
+
+
+def test_gbclaim_times_out_on_the_server_clock(r, waiters):
+    waiters[0].send(*gbclaim_argv(timeout=100))
+    wait_blocked(r, 1)
+    r.call("FAKEKEY.CLOCK", "ADVANCE", 100)
+    assert waiters[0].read() == ("*", [])
+
+
+# --- the Consumer parked on the blocking claim ----------------------------------------------
+
+
+def test_a_consumer_parked_on_the_claim_takes_flat_work_without_a_doorbell(server: Server):
+    import redis
+
+    from fakekey.emq.consumer import Consumer
+    from fakekey.emq.queue import Queue
+
+    client = redis.Redis(host=server.host, port=server.port)
+    client.execute_command("FAKEKEY.CLOCK", "REAL")
+    client.flushall()
+    handled: list[str] = []
+    consumer = Consumer(client, "orders", lambda job: handled.append(job.id), wire=6, park="claim",
+                        beat=30, heartbeat=False)
+    consumer.start()
+    try:
+        deadline = time.time() + 2
+        while "cmd=emq.bclaim" not in client.execute_command("CLIENT", "LIST").decode():
+            assert time.time() < deadline, "the consumer never parked on EMQ.BCLAIM"
+            time.sleep(0.005)
+        queue = Queue(client, "orders", wire=6)
+        queue.enqueue("JOB1", "p")  # a flat enqueue rings nothing: the claim itself wakes
+        deadline = time.time() + 2
+        while handled != ["JOB1"]:
+            assert time.time() < deadline, "the parked claim never leased the job"
+            time.sleep(0.005)
+        assert client.llen(queue.key("wake")) == 0
+    finally:
+        consumer.stop()
+        client.close()
+
+
+def test_park_claim_needs_wire_6(server: Server):
+    import redis
+
+    from fakekey.emq.consumer import Consumer
+    from fakekey.emq.queue import WireError
+
+    client = redis.Redis(host=server.host, port=server.port)
+    with pytest.raises(WireError):
+        Consumer(client, "orders", lambda job: None, wire=4, park="claim")
+    client.close()
