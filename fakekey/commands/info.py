@@ -462,6 +462,12 @@ INFO_SECTIONS: tuple[tuple[str, str, bool, Any], ...] = (
 )
 
 
+# Sections an emulated module adds (fakekey/modules), declared as its verbs are, at import:
+# (name, header, lines or None when the module is off). Shown when asked for by name or
+# with `everything`, as Valkey shows a module's INFO sections.
+MODULE_SECTIONS: list[tuple[str, str, Any]] = []
+
+
 def chosen_sections(args: list[bytes]) -> set[str]:
     """The section names INFO's arguments ask for (none = default)."""
     wanted = {a.decode("utf-8", "replace").lower() for a in args} or {"default"}
@@ -470,6 +476,9 @@ def chosen_sections(args: list[bytes]) -> set[str]:
         chosen.update(name for name, _h, _d, _f in INFO_SECTIONS)
     if "default" in wanted:
         chosen.update(name for name, _h, default, _f in INFO_SECTIONS if default)
+    for name, _h, _f in MODULE_SECTIONS:
+        if name in wanted or "everything" in wanted:
+            chosen.add(name)
     return chosen
 
 
@@ -481,6 +490,10 @@ def info_text(state: ServerState, args: list[bytes]) -> bytes:
         for name, header, _d, build in INFO_SECTIONS
         if name in chosen
     ]
+    for name, header, build in MODULE_SECTIONS:
+        lines = build(state) if name in chosen else None
+        if lines is not None:
+            blocks.append("\r\n".join([f"# {header}", *lines]) + "\r\n")
     return "\r\n".join(blocks).encode()
 
 

@@ -34,6 +34,7 @@ from fakekey.core.outbuf import PEAK_SLOTS
 from fakekey.core.pause import Pause
 from fakekey.core.registry import Command, CommandStats, Registry
 from fakekey.core.replicas import NOREPLICAS, is_write_command, too_few_replicas
+from fakekey.core.timers import Timers
 from fakekey.core.tracking import Tracking
 from fakekey.core.transactions import abort_exec
 from fakekey.core.users import Users
@@ -125,6 +126,8 @@ class ServerState:
         # (INFO client_recent_max_output_buffer; net/server.py clients_cron)
         self.output_peaks = [0] * PEAK_SLOTS
         self.blocking = Blocking(self)
+        self.timers = Timers(self)  # work the server does at due times (core/timers.py)
+        self.module_state: dict[str, Any] = {}  # what an emulated module keeps per server
         self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
         self.scripts: EvalScripts | None = None  # the EVAL engine (scripting/scripts.py), made on first use
         self.script_runner: ScriptRunner | None = None  # runs scripts (scripting/bridge.py), made on first use
@@ -316,6 +319,12 @@ class ServerState:
         self._clock_moved()
 
     def advance_clock(self, ms: int) -> None:
+        """Move the clock on; the server's timers due on the way fire in due-time order,
+        each at its due time (core/timers.py)."""
+        if self.timers.sources:
+            target = self.clock.now_ms() + ms
+            self.timers.advance_to(target)
+            ms = target - self.clock.now_ms()
         self.clock.advance(ms)
         self._clock_moved()
 
@@ -324,10 +333,14 @@ class ServerState:
         self._clock_moved()
 
     def _clock_moved(self) -> None:
-        """After the clock changes: expire what is due and time out waiters, now."""
+        """After the clock changes: expire what is due, time out waiters and fire the
+        timers due, now."""
         self.expire_all_due()
         self.blocking.clock_changed()
         self.blocking.serve()
+        if self.timers.sources:
+            self.timers.advance_to(self.clock.now_ms())
+            self.timers.rearm()
 
     def expire_all_due(self) -> int:
         """Delete every key whose deadline has passed (the clock moved)."""
@@ -445,6 +458,8 @@ class ServerState:
             self.wake_watch.settle_call(argv)
         if self.blocking.ready:
             self.blocking.serve()
+        if self.timers.sources:  # a write (a verb's, a script's) may have moved a due time
+            self.timers.rearm()
         return reply
 
     def _needs_auth(self, name: bytes) -> bool:

@@ -10,4 +10,5 @@ FAMILIES = (
     "fakekey.modules.emq.lanes",
     "fakekey.modules.emq.lane_controls",
     "fakekey.modules.emq.waiting",
+    "fakekey.modules.emq.timers",
 )

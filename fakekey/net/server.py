@@ -32,6 +32,7 @@ from fakekey.core.outbuf import (
 )
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
 from fakekey.core.wakes import WakeReport
+from fakekey.modules.emq.timers import rearm_after_load
 from fakekey.net.registry import load_all
 from fakekey.persistence.manager import Persistence
 from fakekey.resp.parser import ProtocolError
@@ -910,6 +911,7 @@ class Server:
         if state.persistence is None:  # the data on disk first, as Valkey (LoadError refuses)
             state.persistence = Persistence(state)
             state.persistence.load()
+            rearm_after_load(state)  # queue timers whose settings the data holds (EMQ 7.4)
         sockets = self.listeners.bind(config["bind"], self._requested_port)
         for start in self.listeners.serve(self._loop, sockets):
             await start
@@ -963,6 +965,7 @@ class Server:
                 if state.expiry.wants_fast_cycle():
                     self._expire_fast_soon()
                 state.blocking.expire_timeouts()
+                state.timers.run_due()  # the queue timers (core/timers.py), should a loop timer miss
                 if state.config["timeout"]:
                     close_idle_clients(state)
                 clients_cron(state, self._cron_clients)

@@ -196,6 +196,13 @@ def test_hello_is_valkeys_but_for_the_emq_module(both_clients):
 INFO_ONLY_FAKEKEY = {"fakekey_version": "fakekey's own version, beside Valkey's"}
 INFO_ONLY_VALKEY: dict[str, str] = {}
 PER_RUN = ("cmdstat_", "errorstat_", "latency_percentiles_usec_", "db")
+# the emulated EMQ module's own section (a loaded module's sections show in `everything`)
+MODULE_SECTION = "# emq"
+
+
+def module_section(client: RawClient) -> list[str]:
+    text = client.call("INFO", "emq")[1].decode().removeprefix("txt:")
+    return [line if line.startswith("#") else line.split(":", 1)[0] for line in text.split("\r\n") if line]
 
 
 def info_names(client: RawClient) -> list[str]:
@@ -207,6 +214,9 @@ def info_names(client: RawClient) -> list[str]:
 def test_info_everything_has_valkeys_sections_and_fields(both_clients):
     f, v = both_clients
     ours, theirs = info_names(f), info_names(v)
+    emq = module_section(f)
+    assert emq[0] == MODULE_SECTION and ours[-len(emq):] == emq  # the module's, last
+    ours = ours[: -len(emq)]
     assert [n for n in ours if n.startswith("#")] == [n for n in theirs if n.startswith("#")]
     assert [n for n in ours if n not in theirs] == list(INFO_ONLY_FAKEKEY)
     assert [n for n in theirs if n not in ours] == list(INFO_ONLY_VALKEY)

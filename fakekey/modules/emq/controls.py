@@ -17,7 +17,7 @@ CAPABILITIES = (
     b"append", b"failures.incr",
     b"genqueue", b"gclaim", b"gextend", b"gcomplete", b"gfail", b"gpromote", b"reap",
     b"gsweep", b"greprocess", b"gremove", b"gpause", b"gresume", b"glimit", b"gmove",
-    b"grepair", b"bclaim", b"gbclaim", b"ring",
+    b"grepair", b"bclaim", b"gbclaim", b"ring", b"timer",
 )
 
 
