@@ -111,7 +111,32 @@ def check_order(keys: list[str], order: tuple[str, ...], where: str) -> None:
 # emq.md section 2: the integer arguments (positive, non-negative or any); `n` is APPEND's
 # per-envelope pair count.
 EMQ_INTEGERS = frozenset({"lease_ms", "fence", "batch", "limit", "ttl_ms", "delay_ms", "backoff_ms",
-                          "max_stalls", "maxlen", "priority", "n"})
+                          "max_stalls", "maxlen", "priority", "n", "attempts", "timeout_ms"})
+# Section 7 names the forward verbs in its prose, not in `### EMQ.` lines: their signatures
+# as docs/emq.md gives them (the lane verbs take their scripts' KEYS and ARGV less `now`).
+# `[...]` is optional.
+LANE = "ring gpaused glimit gactive wake prefix"
+FORWARD_SIGNATURES = (
+    "EMQ.GENQUEUE 7 row lane ring gpaused glimit gactive wake payload group   (arity 11)",
+    "EMQ.GCLAIM 3 ring active prefix lease_ms   (arity 6)",
+    "EMQ.GEXTEND 2 row active attempts lease_ms   (arity 6)",
+    f"EMQ.GCOMPLETE 9 row active meta {LANE} attempts   (arity 12)",
+    f"EMQ.GFAIL 11 row active schedule dead meta {LANE} attempts backoff_ms reason   (arity 16)",
+    f"EMQ.GPROMOTE 8 schedule pending {LANE} batch   (arity 11)",
+    f"EMQ.REAP 8 active pending {LANE} limit [group]   (arity -11)",
+    f"EMQ.GSWEEP 10 active pending dead meta {LANE} limit max_stalls   (arity 14)",
+    f"EMQ.GREPROCESS 8 row dead {LANE}   (arity 10)",
+    f"EMQ.GREMOVE 10 row schedule active dead {LANE}   (arity 12)",
+    f"EMQ.GPAUSE 6 {LANE} group   (arity 9)",
+    f"EMQ.GRESUME 6 {LANE} group   (arity 9)",
+    f"EMQ.GLIMIT 6 {LANE} group limit   (arity 10)",
+    f"EMQ.GMOVE 8 row active {LANE} group   (arity 11)",
+    f"EMQ.GREPAIR 7 active {LANE} group   (arity 10)",
+    "EMQ.BCLAIM 2 pending active lease_ms timeout_ms   (arity 6)",
+    "EMQ.GBCLAIM 3 ring active prefix lease_ms timeout_ms   (arity 7)",
+    "EMQ.RING 1 meta rule   (arity 4)",
+    "EMQ.TIMER 1 meta switch [batch limit max_stalls]   (arity -4)",
+)
 PAIRS = "field value [field value ...]"
 ENVELOPES = "n field value [...] [n field value [...] ...]"
 SIGNATURE = re.compile(r"(EMQ\.[A-Z.]+) (\d+)((?: [^\s(]+)*)\s+\(arity (-?\d+)\)")
@@ -140,18 +165,29 @@ def emq_arguments(numkeys: int, words: str) -> list[dict[str, Any]]:
     elif words.endswith(PAIRS):
         words = words[: -len(PAIRS)]
         tail = [data_block()]
+    optional = ""
+    if "[" in words:  # one optional group at the end: `[name ...]`
+        words, _, optional = words.partition("[")
+        optional = optional.rstrip().removesuffix("]")
     names = words.split()
-    if any("[" in name or "]" in name for name in names) or len(names) < numkeys:
+    if any("[" in name or "]" in name for name in names + optional.split()) or len(names) < numkeys:
         sys.exit(f"an EMQ signature this script cannot read: {words!r}")
     args = [arg("numkeys", "integer")]
     args += [arg(name, "key", key_spec_index=0) for name in names[:numkeys]]
     args += [arg(name, "integer" if name in EMQ_INTEGERS else "string") for name in names[numkeys:]]
+    extra = [arg(name, "integer" if name in EMQ_INTEGERS else "string") for name in optional.split()]
+    if len(extra) == 1:
+        extra[0]["flags"] = ["optional"]
+        tail = extra + tail
+    elif extra:
+        tail = [arg("settings", "block", flags=["optional"], arguments=extra), *tail]
     return args + tail
 
 
 def words(args: list[dict[str, Any]]) -> int:
     """How many words the arguments take at the least (blocks once, nothing optional)."""
-    return sum(words(a["arguments"]) if a["type"] == "block" else 1 for a in args)
+    return sum(0 if "optional" in a.get("flags", []) else words(a["arguments"]) if a["type"] == "block"
+               else 1 for a in args)
 
 
 def min_arity(args: list[dict[str, Any]]) -> int:
@@ -162,7 +198,7 @@ def emq_docs(spec: Path) -> dict[str, dict[str, Any]]:
     """Every EMQ verb's arguments, from the spec's signature lines."""
     text = spec.read_text(encoding="utf-8")
     out: dict[str, dict[str, Any]] = {}
-    for line in text.splitlines():
+    for line in [*text.splitlines(), *("### " + s for s in FORWARD_SIGNATURES)]:
         if not line.startswith("### EMQ."):
             continue
         for match in SIGNATURE.finditer(line):

@@ -57,9 +57,12 @@ VERBS: dict[str, tuple[int, int, bool, list[str]]] = {
     "emq.glimit": (10, 6, True, ["6", *LANES, "g", "1"]),
     "emq.gmove": (11, 8, True, ["8", ROW, Q + "active", *LANES, "h"]),
     "emq.grepair": (10, 7, True, ["7", Q + "active", *LANES, "g"]),
+    # the forward module (spec 7.2-7.4): claims that wait, the doorbell rule, the timer
+    "emq.bclaim": (6, 2, True, ["2", Q + "pending", Q + "active", "1000", "1"]),
+    "emq.gbclaim": (7, 3, True, ["3", Q + "ring", Q + "active", Q, "1000", "1"]),
+    "emq.ring": (4, 1, True, ["1", Q + "meta", "all"]),
+    "emq.timer": (-4, 1, True, ["1", Q + "meta", "OFF"]),
 }
-
-LANE_VERBS = {n for n in VERBS if n.startswith("emq.g") or n == "emq.reap"}
 
 # The two registration rows the seed quotes, as written there.
 SEED_DOCS = {
@@ -197,10 +200,8 @@ def test_command_docs_of_every_verb(r: RawClient, name: str) -> None:
     docs = as_dict(reply)[name.encode()]
     if not isinstance(docs, dict):
         docs = dict(zip(docs[::2], docs[1::2], strict=True))
-    # the lane verbs have no signature line in the spec, which command-docs.txt's argument
-    # trees are generated from: no `arguments` for them yet
-    fields = [b"summary", b"since", b"group", b"complexity", b"module"]
-    assert list(docs) == (fields if name in LANE_VERBS else [*fields, b"arguments"])
+    fields = [b"summary", b"since", b"group", b"complexity", b"module", b"arguments"]
+    assert list(docs) == fields
     assert (docs[b"since"], docs[b"group"], docs[b"module"]) == (b"0.1.0", b"module", b"trafikey")
     assert docs[b"summary"] and docs[b"complexity"]
     if name in SEED_DOCS:
