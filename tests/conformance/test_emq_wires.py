@@ -16,8 +16,10 @@ pairs are compared as a set (the wire type still must agree).
 
 The lane transitions run the same way: the lane verb (`EMQ.GENQUEUE`, `EMQ.GCLAIM`, ...,
 spec 7.1) in the verb column, its lane script in the two script columns; lane rows meet
-the flat verbs too, so their lane refusals are exercised. HYPOTHESIS_PROFILE=deep runs many
-more lifecycles.
+the flat verbs too, so their lane refusals are exercised. Each run starts with the queue's
+doorbell rule (meta `ring`, spec 7.3) absent, `lanes` or `all`, and may change it: under
+`all` the verbs and the scripts must push the same wake tokens. HYPOTHESIS_PROFILE=deep runs
+many more lifecycles.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ FLAT: dict[str, tuple[str, list[str], list[str]]] = {
     "PAUSE": ("pause", ["meta"], []),
     "RESUME": ("resume", ["meta"], []),
     "STATS": ("stats", ["meta"], ["pending", "schedule", "active", "dead"]),
+    "RING": ("ring", ["meta"], []),
 }
 
 # Integer arguments: mostly valid, one draw in eight a form the checks must refuse or
@@ -150,8 +153,9 @@ class Wires(RuleBasedStateMachine):
 
     # --- setup ---------------------------------------------------------------------------
 
-    @initialize(protocol=st.sampled_from([2, 3]), max_attempts=st.sampled_from([None, 1, 2, 4]))
-    def connect(self, protocol: int, max_attempts: int | None) -> None:
+    @initialize(protocol=st.sampled_from([2, 3]), max_attempts=st.sampled_from([None, 1, 2, 4]),
+                ring=st.sampled_from([None, "lanes", "all"]))
+    def connect(self, protocol: int, max_attempts: int | None, ring: str | None) -> None:
         fakekey, valkey = self.targets
         self.verbs = fakekey.raw(protocol)
         self.scripts = [valkey.raw(protocol), fakekey.raw(protocol)]
@@ -163,7 +167,9 @@ class Wires(RuleBasedStateMachine):
             load_scripts(client)
         if max_attempts is not None:
             self._everywhere("HSET", key("meta"), "max_attempts", max_attempts)
-        self.steps.append(f"protocol {protocol}, meta max_attempts {max_attempts}")
+        self.steps.append(f"protocol {protocol}, meta max_attempts {max_attempts}, ring {ring}")
+        if ring is not None:  # the doorbell rule (spec 7.3): the seed's, spelled out, or `all`
+            self._flat("RING", [ring])
 
     def teardown(self) -> None:
         if self.verbs is not None:
@@ -298,6 +304,11 @@ class Wires(RuleBasedStateMachine):
     def control(self, verb: str) -> None:
         """Pause, resume (more often, so claims are not starved) or stats."""
         self._flat(verb, [])
+
+    @rule(rule=st.sampled_from(["lanes", "all", "all", "some"]))
+    def ring_rule(self, rule: str) -> None:
+        """The doorbell rule changed mid-life (an unknown rule is refused alike)."""
+        self._flat("RING", [rule])
 
     @rule(ms=st.sampled_from([1, 500, 1000, 3001]))
     def advance(self, ms: int) -> None:

@@ -172,6 +172,42 @@ def test_info_emq_is_shown_by_name_and_with_everything(r):
     assert "# emq\r\n" not in info_text(r)
 
 
+def test_a_firing_announces_its_writes(r, worker):
+    """Keyspace events of a firing are the verbs' own (GPROMOTE's zrem, hset, zadd)."""
+    r.call("CONFIG", "SET", "notify-keyspace-events", "KEA")
+    try:
+        worker.call("SUBSCRIBE", "__keyspace@0__:" + k("pending"))
+        arm(r)
+        enqueue(r, "JOB1", delay=10)
+        r.call("FAKEKEY.CLOCK", "ADVANCE", 10)
+        message = worker.read()
+        assert message[1][-1] == ("$", b"zadd")
+    finally:
+        r.call("CONFIG", "SET", "notify-keyspace-events", "")
+
+
+def test_a_firings_effects_survive_a_restart(tmp_path: Path):
+    """The append-only log holds what a firing wrote: after a restart the job it promoted
+    is still in pending (and a firing is not run twice by the replay)."""
+    with Server(dir=str(tmp_path), appendonly="yes") as first:
+        conn = RawClient(first.host, first.port)
+        arm(conn)
+        enqueue(conn, "JOB1", delay=20)
+        deadline = time.time() + 3
+        while conn.call("ZCARD", k("pending")) != (":", 1):
+            assert time.time() < deadline, "the timer never fired"
+            time.sleep(0.01)
+        firings = emq_info(conn)["emq_timer_firings"]
+        conn.close()
+    with Server(dir=str(tmp_path), appendonly="yes") as second:
+        conn = RawClient(second.host, second.port)
+        assert conn.call("ZCARD", k("pending")) == (":", 1)
+        assert conn.call("EXISTS", k("schedule")) == (":", 0)
+        assert conn.call("HGET", k("JOB1"), "state") == ("$", b"pending")
+        assert emq_info(conn)["emq_timer_firings"] == 0 < firings  # the replay fires nothing
+        conn.close()
+
+
 def test_a_restart_arms_the_timer_again(tmp_path: Path):
     with Server(dir=str(tmp_path), appendonly="yes") as first:
         conn = RawClient(first.host, first.port)
