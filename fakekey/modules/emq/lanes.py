@@ -54,23 +54,31 @@ def flat_row(job_id: bytes) -> ReplyError:
     return ReplyError(f"EMQLANE flat row {job_id.decode('utf-8', 'replace')} is not a lane row")
 
 
-def lane_lease(call: Call, token: int) -> tuple[HashValue, bytes, ZSet, bytes]:
-    """The prelude's `check_lane_lease`, in its order: the row exists, is a lane row, is
-    `active` and scored in `active`, and its `attempts` is the caller's token (compared as
-    text, as the script compares them). Answers the row, its group, active and the id."""
-    row_key, active_key = call.keys[0], call.keys[1]
-    job_id = call.job_id(row_key)
-    row = host.read_hash(call, row_key)
+def lane_row_in(call: Call, state: bytes, set_key: bytes,
+                refusal: ReplyError) -> tuple[HashValue, bytes, ZSet, bytes]:
+    """The row (key 1) exists, is a lane row, is in `state` and a member of the set at
+    `set_key`, in the scripts' order (`refusal` for all but a flat row). Answers the row,
+    its group, the set and the job id."""
+    job_id = call.job_id(call.keys[0])
+    row = host.read_hash(call, call.keys[0])
     if row is None:
-        raise NOT_ACTIVE
+        raise refusal
     group = row.fields.get(b"group")
     if group is None:
         raise flat_row(job_id)
-    if row.fields.get(b"state") != b"active":
-        raise NOT_ACTIVE
-    active = host.read_zset(call, active_key)
-    if active is None or not host.in_zset(active, job_id):
-        raise NOT_ACTIVE
+    if row.fields.get(b"state") != state:
+        raise refusal
+    members = host.read_zset(call, set_key)
+    if members is None or not host.in_zset(members, job_id):
+        raise refusal
+    return row, group, members, job_id
+
+
+def lane_lease(call: Call, token: int) -> tuple[HashValue, bytes, ZSet, bytes]:
+    """The prelude's `check_lane_lease`, in its order: the row is an active lane row in
+    `active` (key 2), and its `attempts` is the caller's token (compared as text, as the
+    script compares them). Answers the row, its group, active and the id."""
+    row, group, active, job_id = lane_row_in(call, b"active", call.keys[1], NOT_ACTIVE)
     if row.fields.get(b"attempts") != b"%d" % token:
         raise STALE_FENCE
     return row, group, active, job_id
@@ -437,18 +445,7 @@ def gsweep(call: Call) -> Any:
       complexity="O(log N + R) for N dead jobs and a ring of R groups")
 def greprocess(call: Call) -> Any:
     row_key, dead_key = call.keys[0], call.keys[1]
-    job_id = call.job_id(row_key)
-    row = host.read_hash(call, row_key)
-    if row is None:
-        raise NOT_DEAD
-    group = row.fields.get(b"group")
-    if group is None:
-        raise flat_row(job_id)
-    if row.fields.get(b"state") != b"dead":
-        raise NOT_DEAD
-    dead = host.read_zset(call, dead_key)
-    if not host.in_zset(dead, job_id):
-        raise NOT_DEAD
+    _, group, dead, job_id = lane_row_in(call, b"dead", dead_key, NOT_DEAD)
     lanes = Lanes.of(call, 2)
     lanes.check_keys([group], write_lanes=True)
     host.zrem(call, dead_key, dead, job_id)
