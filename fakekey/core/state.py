@@ -127,6 +127,7 @@ class ServerState:
         self.output_peaks = [0] * PEAK_SLOTS
         self.blocking = Blocking(self)
         self.timers = Timers(self)  # work the server does at due times (core/timers.py)
+        self.timer_sources = self.timers.sources  # the same list: the hot path's one test
         self.module_state: dict[str, Any] = {}  # what an emulated module keeps per server
         self.deny_blocking = False  # inside EXEC or a script: blocking commands don't block
         self.scripts: EvalScripts | None = None  # the EVAL engine (scripting/scripts.py), made on first use
@@ -321,7 +322,7 @@ class ServerState:
     def advance_clock(self, ms: int) -> None:
         """Move the clock on; the server's timers due on the way fire in due-time order,
         each at its due time (core/timers.py)."""
-        if self.timers.sources:
+        if self.timer_sources:
             target = self.clock.now_ms() + ms
             self.timers.advance_to(target)
             ms = target - self.clock.now_ms()
@@ -338,7 +339,7 @@ class ServerState:
         self.expire_all_due()
         self.blocking.clock_changed()
         self.blocking.serve()
-        if self.timers.sources:
+        if self.timer_sources:
             self.timers.advance_to(self.clock.now_ms())
             self.timers.rearm()
 
@@ -458,7 +459,7 @@ class ServerState:
             self.wake_watch.settle_call(argv)
         if self.blocking.ready:
             self.blocking.serve()
-        if self.timers.sources:  # a write (a verb's, a script's) may have moved a due time
+        if self.timer_sources:  # a write (a verb's, a script's) may have moved a due time
             self.timers.rearm()
         return reply
 

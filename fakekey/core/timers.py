@@ -33,7 +33,7 @@ class Timers:
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
-        self.sources: list[TimerSource] = []
+        self.sources: list[TimerSource] = []  # changed in place: state.timer_sources is it
         self._handle: asyncio.TimerHandle | None = None
         self._at = 0  # the due time the loop timer is set for (0: none)
 
