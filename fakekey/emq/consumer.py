@@ -23,6 +23,7 @@ with the same defaults as wire 4.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections import Counter
@@ -75,7 +76,12 @@ class Consumer:
                  backoff: Callable[[int], int] | int = 1000,
                  heartbeat: bool = True, on_settle: Callable[[Job, str], None] | None = None,
                  park: str = "wake") -> None:
-        self.queue = Queue(client, name, wire=wire)
+        # the beat and the park run on connections of one name, the consumer's: the server
+        # judges a wake by the connection that popped it (FAKEKEY.WAKES counts a wake whose
+        # connection leases nothing as wasted), and one name makes them one consumer
+        self.client_name = f"emq-consumer:{name}:{next(_CONSUMER_SEQ)}"
+        self._own = named_client(client, self.client_name)
+        self.queue = Queue(self._own, name, wire=wire)
         if park not in ("wake", "claim"):
             raise ValueError("park is 'wake' (BLPOP on the wake list) or 'claim' (the blocking claim)")
         if park == "claim" and wire != 6:
@@ -124,6 +130,7 @@ class Consumer:
             if self._heartbeat is not None:
                 self._heartbeat.close()
                 self._heartbeat = None
+            self._own.connection_pool.disconnect()  # the consumer's own connections
             self._running.clear()
 
     def _back_off(self, error: redis.RedisError) -> None:
@@ -263,7 +270,7 @@ class Consumer:
 
     def _park_once(self) -> None:
         if self._park is None:
-            self._park = ParkingConnection(self.client)
+            self._park = ParkingConnection(self._own)
         if self.park == "claim":
             self._park_on_claim(self._park)
             return
@@ -295,6 +302,18 @@ class Consumer:
         park, self._park = self._park, None
         if park is not None:
             park.close()
+
+
+_CONSUMER_SEQ = itertools.count(1)
+
+
+def named_client(client: redis.Redis, name: str) -> redis.Redis:
+    """A client like `client` (its class, its pool's class and connection settings) whose
+    connections all take the name `name` (CLIENT SETNAME as they connect)."""
+    pool = client.connection_pool
+    settings = {**pool.connection_kwargs, "client_name": name}
+    own_pool = type(pool)(connection_class=pool.connection_class, **settings)
+    return type(client)(connection_pool=own_pool)
 
 
 class ParkingConnection:

@@ -561,3 +561,36 @@ def test_the_fixture_fails_a_test_that_loses_a_wake(pytester, monkeypatch, scope
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_loses_a_wake*", "*lost wakes*",
                                  "*queue 'q', transition pending, made by emq.enqueue*"])
+
+
+def test_the_packages_consumer_is_judged_as_one_connection(server: Server, r: redis.Redis) -> None:
+    """fakekey.emq.Consumer parks on a connection of its own and claims on others, all named
+    alike: under `ring all` its wakes are neither lost nor wasted."""
+    from fakekey.emq.consumer import Consumer
+
+    r.execute_command("FAKEKEY.CLOCK", "REAL")
+    queue = Queue(r, Q, wire=4)
+    queue.set_ring("all")
+    handled: list[str] = []
+    consumer = Consumer(r, Q, lambda job: handled.append(job.id), beat=30, heartbeat=False)
+    consumer.start()
+    try:
+        for i in range(5):
+            deadline = time.time() + 2
+            while r.info("clients")["blocked_clients"] != 1:
+                assert time.time() < deadline, "the consumer never parked"
+                time.sleep(0.002)
+            queue.enqueue(f"JOB{i}", "p")
+            while len(handled) <= i:
+                assert time.time() < deadline + 2, "the wake never reached the consumer"
+                time.sleep(0.002)
+        deadline = time.time() + 2
+        while r.info("clients")["blocked_clients"] != 1:  # parked again: the last wake judged
+            assert time.time() < deadline
+            time.sleep(0.002)
+        report = wake_report(server)
+        assert (report.lost, report.wasted) == (0, 0)
+        names = {c["name"] for c in r.client_list() if c["name"].startswith("emq-consumer:")}
+        assert names == {consumer.client_name}
+    finally:
+        consumer.stop()
