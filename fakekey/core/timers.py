@@ -9,6 +9,8 @@ timers): the sources say when they are next due and do what is due; this runs th
   its target.
 - A firing is bounded (each source does at most a batch), so one loop turn does one
   firing per due source; a source still due is fired again at the next turn.
+- Nothing fires during a busy script or while clients are paused (CLIENT PAUSE), as keys
+  do not expire then.
 """
 
 from __future__ import annotations
@@ -51,9 +53,9 @@ class Timers:
 
     def run_due(self) -> None:
         """Fire every source due now, once each, then wait for the next due time."""
-        state = self.state
-        if not self.sources or state.busy_script is not None:
+        if not self.sources or self.held():
             return
+        state = self.state
         now = state.clock.now_ms()
         for source in list(self.sources):
             at = source.next_due()
@@ -63,11 +65,18 @@ class Timers:
                 state.blocking.serve()
         self.rearm()
 
+    def held(self) -> bool:
+        """Nothing fires during a busy script (it owns the data) or while clients are
+        paused (they see no writes: keys do not expire then either); the cron looks again
+        once it ends."""
+        state = self.state
+        return state.busy_script is not None or state.paused is not None
+
     def advance_to(self, target: int) -> None:
         """A frozen clock moved to `target`: step through each due time on the way."""
         state = self.state
         clock = state.clock
-        while self.sources:
+        while self.sources and not self.held():
             due = self.next_due()
             now = clock.now_ms()
             if due is None or due > target:
@@ -76,7 +85,10 @@ class Timers:
                 clock.advance(due - now)
                 state.expire_all_due()
                 state.blocking.clock_changed()
+            written = state.dirty
             self.run_due()
+            if state.dirty == written and self.next_due() == due:  # fired and changed nothing
+                return
 
     def rearm(self) -> None:
         """Set the loop timer for the earliest due time (none on a frozen clock)."""

@@ -239,3 +239,18 @@ def test_a_due_time_a_script_writes_sets_the_loop_timer(server, r, worker):
     assert r.call("EVAL", SCRIPTS["enqueue"].source, 3, k("JOB1"), k("pending"), k("schedule"),
                   "p", 500, 0, now) == (":", 1)
     assert server.state.timers._at == now + 500
+
+
+def test_nothing_fires_while_clients_are_paused(r):
+    """A firing writes; while clients are paused (CLIENT PAUSE) the server writes nothing
+    of its own, as keys do not expire then; the timer fires once the pause ends."""
+    arm(r)
+    enqueue(r, "JOB1", delay=10)
+    assert r.call("CLIENT", "PAUSE", 100_000, "WRITE") == ("+", b"OK")
+    try:
+        r.call("FAKEKEY.CLOCK", "ADVANCE", 10)
+        assert r.call("ZCARD", k("schedule")) == (":", 1)
+    finally:
+        assert r.call("CLIENT", "UNPAUSE") == ("+", b"OK")
+    r.call("FAKEKEY.CLOCK", "ADVANCE", 0)
+    assert r.call("ZCARD", k("pending")) == (":", 1)
