@@ -4,8 +4,10 @@ One beat: recover expired leases (the reaper, or the counted stall sweep), promo
 jobs, drain the lanes through the ring (`claim_lane`) and then the flat set (`claim`),
 running the handler on each job and settling it; then park on
 `BLPOP emq:{Q}:wake <beat seconds>`. A wake is a doorbell, not a delivery: it only ends
-the park early, and the next beat's claims decide whether there is work. A flat enqueue
-rings nothing, so a parked consumer finds flat work at its next beat.
+the park early, and the next beat's claims decide whether there is work. Under the seed's
+rule a flat enqueue rings nothing, so a parked consumer finds flat work at its next beat;
+under `ring all` (`Queue.set_ring`) every claimable transition rings. On wire 6 the
+consumer may park on the blocking claim itself instead (`park="claim"`, EMQ.BCLAIM).
 
 The form: the loop is synchronous and runs in a thread (`start()`), because `Queue` is a
 synchronous client (redis-py's `Redis`); `run_async()` is the thin asyncio wrapper that

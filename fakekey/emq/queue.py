@@ -5,7 +5,9 @@
   clock as the verbs do.
 - `wire=6` sends the module's verbs `EMQ.*` with the keys the spec lists, the lane
   operations included: each lane script has its twin verb (`EMQ.GENQUEUE`, `EMQ.GCLAIM`,
-  ..., spec 7.1), which takes the script's KEYS and its ARGV less `now`.
+  ..., spec 7.1), which takes the script's KEYS and its ARGV less `now`. The forward
+  verbs (the claims that wait, the queue's timer) are wire 6's alone: asked on wire 4 they
+  raise `WireError`; the doorbell rule (`set_ring`) has both forms.
 
 The client is anything with redis-py's `execute_command` (redis-py's `Redis`, RESP2 or
 RESP3, `decode_responses` either way).
@@ -71,8 +73,8 @@ _LANE_VERBS = {
 
 
 class WireError(Exception):
-    """An operation the chosen wire cannot carry (every operation has both forms today;
-    kept for callers that catch it)."""
+    """An operation the chosen wire cannot carry: the forward verbs (EMQ.BCLAIM,
+    EMQ.GBCLAIM, EMQ.TIMER) have no script."""
 
 
 @dataclass(frozen=True)
