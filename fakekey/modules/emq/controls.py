@@ -34,9 +34,8 @@ def pause(call: Call) -> Any:
       complexity="O(1)")
 def resume(call: Call) -> Any:
     meta_key = call.keys[0]
+    # claimers parked while paused also wait on meta: this write wakes them
     if host.hdel(call, meta_key, host.read_hash(call, meta_key), b"paused"):
-        pending_key = call.key(b"pending")
-        doorbell.wake_parked(call, pending_key)
         call.claimable = doorbell.pending_size(call) > 0
     return OK
 

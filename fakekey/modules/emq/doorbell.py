@@ -58,10 +58,3 @@ def pending_size(call: Call) -> int:
     pending = peek(call, call.key(b"pending"))
     return len(pending) if type(pending) is ZSet else 0
 
-
-def wake_parked(call: Call, key: bytes) -> None:
-    """Clients parked on `key` look again after this command (a change that is no write
-    to `key` itself made work claimable there: a resume)."""
-    db = call.db
-    if db.waiting and key in db.waiting and key in db.data:
-        db.state.blocking.signal(db, key)

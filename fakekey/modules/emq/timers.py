@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from fakekey.codecs.errors import wrong_args
 from fakekey.commands import info
+from fakekey.core.client import Client
 from fakekey.modules.emq import host
 from fakekey.modules.emq.layout import NON_NEGATIVE, POSITIVE, Arg, Call, parse_args, verb
 from fakekey.resp.replies import OK, ReplyError
@@ -26,7 +28,6 @@ from fakekey.types.hash import HashValue
 from fakekey.types.zset import ZSet
 
 if TYPE_CHECKING:
-    from fakekey.core.client import Client
     from fakekey.core.keyspace import Database
     from fakekey.core.state import ServerState
 
@@ -153,8 +154,6 @@ class QueueTimers:
     def client(self) -> Client:
         """The timer's own client (a module's timer context): every key, never blocks."""
         if self._client is None:
-            from fakekey.core.client import Client
-
             client = Client(self.state)
             client.authenticated = True
             client.acl_unrestricted = True
@@ -237,7 +236,7 @@ def timer(call: Call) -> Any:
         timers_of(call.c.state).disarm(call.db.index, call.prefix)
         return OK
     if switch in (b"ON", b"OFF"):
-        raise ReplyError("ERR wrong number of arguments for 'emq.timer' command")
+        raise wrong_args("emq.timer")
     raise BAD_SWITCH
 
 

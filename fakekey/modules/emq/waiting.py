@@ -16,6 +16,7 @@ from typing import Any
 from fakekey.commands.args import LLONG_MAX
 from fakekey.modules.emq import host
 from fakekey.modules.emq.jobs import lease_head
+from fakekey.modules.emq.lane_host import read_list
 from fakekey.modules.emq.lanes import gclaim, gclaim_access
 from fakekey.modules.emq.layout import NON_NEGATIVE, POSITIVE, PREFIX, Arg, Call, verb
 from fakekey.resp.replies import ReplyError
@@ -87,8 +88,8 @@ def lane_turns(call: Call, lease_ms: int) -> list[Any]:
 
 
 def ring_length(call: Call) -> int:
-    ring = call.db.lookup(call.keys[0])
-    return len(ring) if ring is not None and not isinstance(ring, bytes | bytearray) else 0
+    ring = read_list(call, call.keys[0])
+    return 0 if ring is None else len(ring)
 
 
 @verb("gbclaim", ("ring", "active", PREFIX),
