@@ -83,6 +83,11 @@ class CommandLog:
         while len(log.entries) > max_len:
             log.entries.pop()
 
+    def skip_ids(self, kind: str, count: int) -> None:
+        """`count` entries were due and would already be trimmed away: only their ids
+        are taken (the caller skips this under a max-len of 0, as `push` does)."""
+        self.logs[kind].next_id += max(0, count)
+
     def get(self, kind: str, count: int) -> list[list[object]]:
         """The newest `count` entries (-1: all)."""
         entries = self.logs[kind].entries

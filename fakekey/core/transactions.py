@@ -4,15 +4,17 @@ queues the commands; MULTI, EXEC, DISCARD and WATCH are in fakekey/commands/tran
 
 from __future__ import annotations
 
+from collections import deque
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from fakekey.core.commandlog import LARGE_REPLY
+from fakekey.core.commandlog import LARGE_REPLY, SETTINGS
 from fakekey.core.monitor import log_command
-from fakekey.resp.replies import NO_REPLY, ReplyError
+from fakekey.resp.replies import NO_REPLY, Raw, ReplyError
 
 if TYPE_CHECKING:
     from fakekey.core.client import Client
+    from fakekey.core.state import ServerState
 
 
 def end_transaction(c: Client) -> None:
@@ -35,43 +37,80 @@ def watched_key_expired(c: Client) -> bool:
     return any(not was_expired and db.is_expired(key) for (db, key), was_expired in c.watching.items())
 
 
-def run_queued(c: Client, queue: list, start: int, replies: list[Any]) -> Any:
-    """Run EXEC's queue from `start`: the replies, or NO_REPLY when a script in it went
-    past busy-reply-threshold. The server is BUSY then; the rest of the queue runs when
-    the script ends, before anything else (`ScriptRun.then`), and EXEC answers then."""
+def run_queued(c: Client, queue: list, start: int, wire: list[bytes]) -> Any:
+    """Run EXEC's queue from `start`: its reply, or NO_REPLY when a script in it went past
+    busy-reply-threshold. The server is BUSY then; the rest of the queue runs when the
+    script ends, before anything else (`ScriptRun.then`), and EXEC answers then.
+
+    Each reply is encoded as its command ends, in the protocol then in force (HELLO may
+    change it inside the queue, as Valkey writes each reply to the client as it goes);
+    `wire` gathers them, and EXEC's reply is their array, framed once."""
     state = c.state
     state.deny_blocking = True
     paused = False
     # COMMANDLOG large-reply: each command is measured by EXEC's reply so far, as Valkey
     # measures the bytes its client has been sent for the EXEC when the command ends
-    encode = c.encoder.encode
-    sent = len(b"*%d\r\n" % len(queue)) + sum(len(encode(r)) for r in replies)
+    header = b"*%d\r\n" % len(queue)
+    sent = len(header) + sum(map(len, wire))
+    large_at = state.large_reply_at
+    late = LateEntries(state)
     try:
         for at in range(start, len(queue)):
             cmd, args = queue[at]
             reply = state.run_command(c, cmd, args)
             busy = state.busy_script
             if reply is NO_REPLY and busy is not None and busy.caller is c:
-                busy.then = partial(_resume_queue, c, queue, at + 1, replies)
+                busy.then = partial(_resume_queue, c, queue, at + 1, wire)
                 paused = True
                 return NO_REPLY
-            replies.append(reply)
-            sent += len(encode(reply))
-            if sent > state.large_reply_at and "skip_commandlog" not in cmd.flags:
-                log_command(state, c, args, sent, LARGE_REPLY)
+            data = c.encoder.encode(reply)
+            wire.append(data)
+            sent += len(data)
+            if sent > large_at and "skip_commandlog" not in cmd.flags:
+                late.add(args, sent)
     finally:
+        late.log(c)
         if not paused:
             state.deny_blocking = False
     c.cmd = state.registry.lookup(b"exec")
-    return replies
+    return Raw(header + b"".join(wire))
 
 
-def _resume_queue(c: Client, queue: list, start: int, replies: list[Any], script_reply: Any) -> Any:
+class LateEntries:
+    """The large-reply entries of one EXEC. Past the threshold every later command of the
+    queue is logged (as Valkey logs them), but only the newest max-len entries can stay in
+    the log: those are made, the others only take their ids."""
+
+    __slots__ = ("state", "kept", "count")
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.kept: deque[tuple[list[bytes], int]] | None = None
+        self.count = 0
+
+    def add(self, argv: list[bytes], size: int) -> None:
+        if self.kept is None:
+            max_len = max(0, self.state.config[SETTINGS[LARGE_REPLY][1]])
+            self.kept = deque(maxlen=max_len)
+        self.kept.append((argv, size))
+        self.count += 1
+
+    def log(self, c: Client) -> None:
+        kept = self.kept
+        if kept is None or kept.maxlen == 0:  # a max-len of 0 logs nothing
+            return
+        self.kept = None
+        self.state.commandlog.skip_ids(LARGE_REPLY, self.count - len(kept))
+        for argv, size in kept:
+            log_command(self.state, c, argv, size, LARGE_REPLY)
+
+
+def _resume_queue(c: Client, queue: list, start: int, wire: list[bytes], script_reply: Any) -> Any:
     """After the BUSY script of an EXEC ended: its reply in its slot, then the rest."""
-    replies.append(script_reply)
+    wire.append(c.encoder.encode(script_reply))
     state = c.state
     state.current_client = c
     try:
-        return run_queued(c, queue, start, replies)
+        return run_queued(c, queue, start, wire)
     finally:
         state.current_client = None

@@ -412,3 +412,32 @@ def test_commandlog_large_request_and_reply(size_logs):
     replies = [(e[2], e[3][:2]) for e in entries(r, "COMMANDLOG", "GET", "-1", "large-reply")
                if e[3][0] != b"COMMANDLOG"]  # the large-request listing's own reply
     assert replies == [(208 + header + 5, [b"SET", b"k2"]), (208 + header, [b"GET", b"k"]), (208, [b"GET", b"k"])]
+
+
+def test_commandlog_large_reply_of_a_long_exec_keeps_the_newest_and_counts_them_all(size_logs):
+    """Past the threshold every later command of an EXEC is logged: only the newest
+    max-len entries stay, and the ids count every one of them."""
+    r = size_logs
+
+    def newest(count: str) -> list[list]:  # read with the threshold out of reach
+        r.call("CONFIG", "SET", "commandlog-reply-larger-than", "1000000")
+        got = entries(r, "COMMANDLOG", "GET", count, "large-reply")
+        r.call("CONFIG", "SET", "commandlog-reply-larger-than", "100")
+        return got
+
+    r.call("CONFIG", "SET", "commandlog-large-reply-max-len", "3")
+    try:
+        r.call("SET", "big", "x" * 200)
+        r.call("SET", "n", "0")
+        r.call("GET", "big")
+        [marker] = newest("1")
+        count = 60  # ":N\r\n" replies: past 100 bytes after about twenty of them
+        r.pipeline(("MULTI",), *[("INCR", "n")] * count, ("EXEC",))
+        kept = newest("-1")
+        header = len(b"*%d\r\n" % count)
+        sent = [header + sum(len(b":%d\r\n" % i) for i in range(1, n + 1)) for n in range(1, count + 1)]
+        logged = sum(1 for size in sent if size > 100)
+        assert [(e[0], e[2], e[3]) for e in kept] == [
+            (marker[0] + logged - j, sent[-1 - j], [b"INCR", b"n"]) for j in range(3)]
+    finally:
+        r.call("CONFIG", "SET", "commandlog-large-reply-max-len", "128")

@@ -167,3 +167,15 @@ def test_frozen_clock_expiry_after_watch_aborts(r, other, proto):
     r.call("WATCH", "k")
     other.call("FAKEKEY.CLOCK", "ADVANCE", "101")
     assert run_tx(r, ("PING",)) == null_array(proto)
+
+
+def test_each_reply_of_exec_is_in_the_protocol_in_force_when_it_ran(r, proto):
+    """HELLO inside MULTI: the replies before it keep the old protocol, those after it
+    take the new one, as Valkey writes each reply as its command ends."""
+    r.call("HSET", "h", "a", "1")
+    other = 3 if proto == 2 else 2
+    reply = run_tx(r, ("HGETALL", "h"), ("HELLO", str(other)), ("HGETALL", "h"))
+    r.call("HELLO", str(proto))
+    first, _, last = reply[1]
+    assert (first[0], last[0]) == (("*", "%") if proto == 2 else ("%", "*"))
+    assert (first if proto == 2 else last) == ("*", [("$", b"a"), ("$", b"1")])
