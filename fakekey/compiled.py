@@ -34,6 +34,7 @@ MODULES = (
     "fakekey.core.transactions",
     "fakekey.core.field_expiry",
     "fakekey.core.sampled",
+    "fakekey.core.table",
     "fakekey.core.expiry",
     "fakekey.codecs.shebang",
     "fakekey.codecs.numbers",

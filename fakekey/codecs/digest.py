@@ -22,9 +22,17 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Container, Iterable, Mapping
+from collections.abc import Container, Iterable
 from hashlib import sha1
-from typing import Any
+from typing import Any, Protocol
+
+
+class KeyValues(Protocol):
+    """A database's keys and values (a dict, or the keyspace's Table)."""
+
+    def __len__(self) -> int: ...
+
+    def items(self) -> Iterable[tuple[bytes, Any]]: ...
 
 # Valkey's object type codes (server.h: OBJ_STRING ... OBJ_STREAM)
 TYPE_CODES = {"string": 0, "list": 1, "set": 2, "zset": 3, "hash": 4, "stream": 6}
@@ -260,7 +268,7 @@ def value_digest(value: Any, has_expire: bool, now: int) -> bytes:
     return object_digest(0, value, has_expire, now).to_bytes(20, "big").hex().encode()
 
 
-def database_digest(data: Mapping[bytes, Any], expires: Container[bytes], now: int) -> int:
+def database_digest(data: KeyValues, expires: Container[bytes], now: int) -> int:
     """The xor over one database of the SHA1 of every key's digest (mix of the key name,
     then its value)."""
     total = 0
@@ -270,7 +278,7 @@ def database_digest(data: Mapping[bytes, Any], expires: Container[bytes], now: i
     return total
 
 
-def dataset_digest(databases: Iterable[tuple[int, Mapping[bytes, Any], Container[bytes]]],
+def dataset_digest(databases: Iterable[tuple[int, KeyValues, Container[bytes]]],
                    now: int) -> bytes:
     """DEBUG DIGEST: 40 hex digits over every (index, data, expires) database."""
     final = 0

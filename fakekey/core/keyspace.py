@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Final
 import fakekey.memory.lfu as lfu
 from fakekey.codecs.errors import WRONGTYPE
 from fakekey.core.sampled import SampledKeys
+from fakekey.core.table import Table
 from fakekey.memory.lazyfree import lazy_setting, release
 from fakekey.types.hash import HashValue
 
@@ -44,9 +45,10 @@ class Database:
     def __init__(self, state: ServerState, index: int) -> None:
         self.state = state
         self.index = index
-        self.data: dict[bytes, Any] = {}
-        self.expires: dict[bytes, int] = {}  # key -> unix ms deadline
-        self.access: dict[bytes, int] = {}  # key -> ms of last access (OBJECT IDLETIME)
+        # the per-key tables grow a part at a time (fakekey/core/table.py)
+        self.data = Table()  # key -> value
+        self.expires = Table()  # key -> unix ms deadline
+        self.access = Table()  # key -> ms of last access (OBJECT IDLETIME)
         self.watched: dict[bytes, set[Client]] = {}  # WATCH
         self.waiting: dict[bytes, Any] = {}  # key -> FIFO of blocked clients
         self.scan_order: Any = None  # SCAN's key order, kept once scanned (commands/key_order.py)
@@ -56,7 +58,7 @@ class Database:
         # Valkey keeps it embstr): OBJECT ENCODING asks; any new value or removal forgets
         self.numbers_as_text: set[bytes] = set()
         # key -> Valkey's packed LFU counter (fakekey/memory/lfu.py), kept under an LFU policy
-        self.lfu: dict[bytes, int] = {}
+        self.lfu = Table()
         self.lfu_touched: tuple[bytes, int] | None = None  # (key, command) last counted
         # the keys, and the keys with a deadline, to draw from (RANDOMKEY) and walk (active
         # expiry) at O(1) a key: a dict has no random access (fakekey/core/sampled.py)
@@ -130,7 +132,7 @@ class Database:
         klass: str = "g",
     ) -> None:
         """Store `value` at `key` (new or replacing), clearing its TTL unless kept."""
-        old = self.data.get(key)
+        old = self.data.put(key, value)
         if self.state.lfu_on:
             # a new value starts at LFU_INIT_VAL; an overwrite keeps its counter, and counts
             # the access Valkey's setKey makes looking the key up (unless this command did)
@@ -141,13 +143,11 @@ class Database:
         if old is None:
             if self.state.notify_flags:
                 self.state.notify(self, "n", "new", key)
-        elif old is not value and type(old) is not bytes:  # a replaced value is freed
-            release(self.state, old, lazy_setting(self.state, "server-del"))
-        self.data[key] = value
-        if old is None:
             self.sampled_keys.added(key, self.data)
             if self.scan_added is not None:
                 self._scan_added(key)
+        elif old is not value and type(old) is not bytes:  # a replaced value is freed
+            release(self.state, old, lazy_setting(self.state, "server-del"))
         if type(value) is HashValue and value.ttls:  # RESTORE, COPY: its fields expire here
             self.track_field_ttls(key)
         if self.numbers_as_text:
@@ -354,9 +354,9 @@ class Database:
         table = self.state.memory.flushed(self) if self.state.memory is not None else None
         if lazy:
             self.state.reclaimer.hand(
-                self.data, len(self.data), self.expires, self.access, self.lfu,
-                self.numbers_as_text, self.field_ttl_keys, table)
-            self.data, self.expires, self.access, self.lfu = {}, {}, {}, {}
+                self.data.shards, len(self.data), self.expires.shards, self.access.shards,
+                self.lfu.shards, self.numbers_as_text, self.field_ttl_keys, table)
+            self.data, self.expires, self.access, self.lfu = Table(), Table(), Table(), Table()
             self.numbers_as_text, self.field_ttl_keys = set(), set()
         else:
             self.data.clear()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import random
 import time
 from itertools import islice
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import fakekey.memory.lfu as lfu
 from fakekey.codecs.shebang import parse_shebang
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from fakekey.core.keyspace import Database
     from fakekey.core.registry import Command
     from fakekey.core.state import ServerState
+    from fakekey.core.table import Table
 
 OOM = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
 STARTUP_MEMORY = 1024 * 1024  # the server's own, as INFO memory reports it (admin.py)
@@ -101,7 +102,7 @@ class MemoryTracker:
         self.uncounted_bytes = 0  # the keys not counted yet, at the counted ones' mean size
         # the keys present when tracking began, estimated a slice at a time: a keyspace
         # of millions is counted between loop turns, not in one (`count_existing`)
-        self.uncounted: list[tuple[Database, dict[bytes, Any], list[bytes]]] = [
+        self.uncounted: list[tuple[Database, Table, list[bytes]]] = [
             (db, db.data, list(db.data)) for db in state.dbs if db.data]
         self.count_existing(_perf_counter_ns() + FIRST_COUNT_NS)
 

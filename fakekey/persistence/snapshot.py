@@ -32,6 +32,7 @@ from fakekey.persistence.codec import (
 
 if TYPE_CHECKING:
     from fakekey.core.state import ServerState
+    from fakekey.core.table import Table
 
 MAGIC = b"FKSNAP"
 VERSION = 1
@@ -51,7 +52,8 @@ class Image:
     """What a snapshot holds, taken from the live state (or a copy of it)."""
 
     libraries: list[bytes]
-    dbs: list[tuple[int, dict[bytes, Any], dict[bytes, int]]]  # (index, data, expires)
+    # (index, data, expires): the live tables, or copies of them
+    dbs: list[tuple[int, Table | dict[bytes, Any], Table | dict[bytes, int]]]
 
 
 def live_image(state: ServerState) -> Image:
@@ -62,7 +64,7 @@ def live_image(state: ServerState) -> Image:
 def copied_image(state: ServerState) -> Image:
     """A point-in-time copy for a background save: strings are immutable and shared,
     containers are copied (dict/list copies, mostly at C speed)."""
-    dbs = []
+    dbs: list[tuple[int, Table | dict[bytes, Any], Table | dict[bytes, int]]] = []
     for db in state.dbs:
         if not db.data:
             continue
