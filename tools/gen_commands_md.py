@@ -142,9 +142,10 @@ def render() -> str:
         "",
         "## fakekey's own commands",
         "",
-        "Not in Valkey: the clock control (`FAKEKEY.*`, off with `--enable-fakekey-commands no`)",
-        "and the verbs of the emulated `trafikey` module (`EMQ.*`, off with",
-        "`--enable-emq-module no`; see [emq.md](emq.md)).",
+        "Not in Valkey: the clock control and faults on demand (`FAKEKEY.*`, off with",
+        "`--enable-fakekey-commands no`; faults: [faults.md](faults.md)) and the verbs of the",
+        "emulated `trafikey` module (`EMQ.*`, off with `--enable-emq-module no`; see",
+        "[emq.md](emq.md)).",
         "",
         *_extras_table(extras),
     ]

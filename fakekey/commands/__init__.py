@@ -28,6 +28,7 @@ FAMILIES = (
     "scripting",
     "functions",
     "fakekey",
+    "faults",
     "observability",
     "modules",
 )

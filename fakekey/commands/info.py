@@ -494,7 +494,18 @@ def info_text(state: ServerState, args: list[bytes]) -> bytes:
         lines = build(state) if name in chosen else None
         if lines is not None:
             blocks.append("\r\n".join([f"# {header}", *lines]) + "\r\n")
+    if faults_wanted(state, args):
+        blocks.append("\r\n".join(["# Faults", *state.faults.info_lines()]) + "\r\n")
     return "\r\n".join(blocks).encode()
+
+
+def faults_wanted(state: ServerState, args: list[bytes]) -> bool:
+    """fakekey's own section (FAKEKEY.FAULT, docs/faults.md): asked by name, or in the
+    default, `all` and `everything` while a fault is in force (else INFO is Valkey's)."""
+    wanted = {a.lower() for a in args} or {b"default"}
+    if b"faults" in wanted:
+        return True
+    return bool(wanted & {b"default", b"all", b"everything"}) and state.faults.in_force()
 
 
 @command("info", -1, "loading stale", acl="dangerous", group=G, since="1.0.0",

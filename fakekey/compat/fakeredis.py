@@ -38,7 +38,6 @@ class FakeServer:
         self.server_type = server_type
         self.server = Server(config=_text_config(config), **settings).start()
         self._finalizer = weakref.finalize(self, self.server.stop)
-        self._connected = True
 
     @property
     def host(self) -> str:
@@ -54,27 +53,17 @@ class FakeServer:
 
     @property
     def connected(self) -> bool:
-        """False: the server stops listening and drops its clients, so they get
-        ConnectionError; True again: it listens on the same port."""
-        return self._connected
+        """False: the network goes down (`Server.faults.network_down()`: the server stops
+        listening and drops its clients, so they get ConnectionError); True again: it
+        listens on the same port."""
+        return not self.server.faults.network_is_down
 
     @connected.setter
     def connected(self, value: bool) -> None:
-        if bool(value) != self._connected:
-            self.server._on_loop(self._listen if value else self._unlisten)
-            self._connected = bool(value)
-
-    def _unlisten(self) -> None:  # on the server's loop
-        server = self.server
-        server._rebind("", 0)
-        for client in list(server.state.clients.values()):
-            if client.connection is not None:
-                client.connection.close()
-
-    def _listen(self) -> None:  # on the server's loop
-        server = self.server
-        if not server._rebind(server.state.config["bind"], server.port):
-            raise OSError(f"port {server.port} was taken while the fake server was disconnected")
+        if value:
+            self.server.faults.network_up()
+        else:
+            self.server.faults.network_down()
 
     def close(self) -> None:
         """Stop the server now (otherwise it stops when garbage-collected or at exit)."""

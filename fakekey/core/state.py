@@ -20,6 +20,7 @@ from fakekey.core.channels import PubSub, parse_notify_flags
 from fakekey.core.clock import Clock
 from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST, SETTINGS, SLOW, CommandLog
 from fakekey.core.expiry import ActiveExpiry
+from fakekey.core.faults import Faults
 from fakekey.core.field_expiry import expire_all_fields
 from fakekey.core.keyspace import Database
 from fakekey.core.latency import LatencyMonitor, threshold_ns
@@ -171,6 +172,10 @@ class ServerState:
         # the lost-wake detector (FAKEKEY.WAKES, core/wakes.py); `wake_watch` is it only while armed
         self.wakes = WakeDetector(self)
         self.wake_watch: WakeDetector | None = None
+        # faults on demand (FAKEKEY.FAULT, core/faults.py); `fault_watch` is it only while a
+        # rule or LATENCY is set: a connection tests only that (net/faults.py)
+        self.faults = Faults(self)
+        self.fault_watch: Faults | None = None
 
     def running_loop(self) -> Any:
         """The event loop this thread is running, or None: asyncio.get_running_loop()'s

@@ -33,6 +33,7 @@ from fakekey.core.outbuf import (
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
 from fakekey.core.wakes import WakeReport
 from fakekey.modules.emq.timers import rearm_after_load
+from fakekey.net.faults import NEXT, NOT_TAKEN, ServerFaults, take_request
 from fakekey.net.registry import load_all
 from fakekey.persistence.manager import Persistence
 from fakekey.resp.parser import ProtocolError
@@ -229,6 +230,12 @@ class Connection(asyncio.Protocol):
                 break
             if argv is None:
                 break
+            if state.fault_watch is not None:  # FAKEKEY.FAULT: a rule may take it (net/faults.py)
+                taken = take_request(self, client, argv, out)
+                if taken == NEXT:
+                    continue
+                if taken != NOT_TAKEN:
+                    break  # held, or closing
             reply = state.call(client, argv)
             if client.net_in > self.request_mark:  # enough bytes came: measure the request
                 self._log_large_request(client, argv, reply)
@@ -837,6 +844,7 @@ class Server:
         self._fast_expiry_due = False  # a fast expiry cycle is scheduled
         self._cron_clients: deque[int] = deque()  # the client ids clients_cron visits next
         self._stopped = threading.Event()
+        self.faults = ServerFaults(self)  # FAKEKEY.FAULT from Python (net/faults.py, docs/faults.md)
 
     # --- addresses ------------------------------------------------------------------------
 

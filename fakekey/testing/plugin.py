@@ -8,6 +8,9 @@ on fakekey, on a real valkey-server, or on both. The reference is docs/pytest.md
     def test_expiry(fakekey_clock, fakekey_client):
         fakekey_clock.advance(seconds=10)      # keys expire, waiters time out, at once
 
+    def test_retry(fakekey_faults, fakekey_client):
+        fakekey_faults.drop("get", times=1)    # the next GET's connection drops (docs/faults.md)
+
 EMQ queues: `fakekey_no_lost_wakes` fails a test that loses a wake (fakekey/testing/wakes.py
 has `assert_no_lost_wakes(server_or_client)` for any point of a test).
 
@@ -25,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from fakekey.net.faults import ServerFaults
 from fakekey.net.server import Server
 from fakekey.testing.servers import (
     RunningServer,
@@ -178,6 +182,18 @@ def fakekey_clock(fakekey_running: RunningServer) -> Iterator[Server]:
     server.freeze()
     yield server
     server.real_time()
+
+
+@pytest.fixture
+def fakekey_faults(fakekey_running: RunningServer) -> Iterator[ServerFaults]:
+    """The test's fakekey server's faults (`Server.faults`, docs/faults.md): `error()`,
+    `delay()`, `drop()`, `network_down()`...; all reset after the test (rules, latency, the
+    network, the seed). Skipped on other targets."""
+    server = fakekey_running.server
+    if server is None:
+        pytest.skip(f"faults need fakekey (target: {target_id(fakekey_running.target)})")
+    yield server.faults
+    server.faults.reset()
 
 
 @pytest.fixture

@@ -82,7 +82,10 @@ class RunningServer:
 
     def reset(self) -> None:
         """Empty the server for the next test: data, functions, scripts, keyspace events,
-        and fakekey's clock back to real time (and, in-process, its lost-wake counts)."""
+        and fakekey's clock back to real time (and, in-process, its lost-wake counts and
+        its faults, first: the network may be down)."""
+        if self.server is not None:
+            self.server.faults.reset()
         with self.raw() as client:
             commands = [("FLUSHALL",), ("FUNCTION", "FLUSH"), ("SCRIPT", "FLUSH")]
             if self.started_here:
