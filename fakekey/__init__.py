@@ -21,6 +21,7 @@ from fakekey._version import REDIS_VERSION, VALKEY_VERSION, __version__
 COMPILED = _compiled.choose()
 
 if TYPE_CHECKING:
+    from fakekey.net.cluster import Cluster
     from fakekey.net.server import Server
 
 # fakeredis-style clients (fakekey.compat.fakeredis): they need redis or valkey
@@ -32,6 +33,10 @@ def __getattr__(name: str) -> object:
         from fakekey.net.server import Server
 
         return Server
+    if name == "Cluster":
+        from fakekey.net.cluster import Cluster
+
+        return Cluster
     if name in _DROPIN:
         from fakekey.compat import fakeredis
 
@@ -40,4 +45,4 @@ def __getattr__(name: str) -> object:
 
 
 # the drop-in names stay out of __all__: `from fakekey import *` must not need redis
-__all__ = ["Server", "__version__", "VALKEY_VERSION", "REDIS_VERSION", "COMPILED"]
+__all__ = ["Server", "Cluster", "__version__", "VALKEY_VERSION", "REDIS_VERSION", "COMPILED"]

@@ -66,6 +66,10 @@ class Client:
         self.tracking: ClientTracking | None = None  # CLIENT TRACKING on (fakekey/core/tracking.py)
         # MULTI / WATCH
         self.in_multi = False
+        # cluster mode: READONLY (reads served by a replica) and ASKING (the next command
+        # may use a slot being imported)
+        self.cluster_readonly = False
+        self.asking = False
         self.multi_queue: list[tuple[Command, list[bytes]]] = []
         self.multi_error = False
         self.has_multi_state = False  # MULTI or WATCH ran once (Valkey's mstate exists)

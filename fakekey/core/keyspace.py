@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import fakekey.memory.lfu as lfu
 from fakekey.codecs.errors import WRONGTYPE
+from fakekey.core.cluster import SlotIndex
 from fakekey.core.sampled import SampledKeys
 from fakekey.core.table import Table
 from fakekey.memory.lazyfree import lazy_setting, release
@@ -39,7 +40,7 @@ class Database:
     __slots__ = (
         "state", "index", "data", "expires", "access", "watched", "waiting", "scan_order",
         "numbers_as_text", "lfu", "lfu_touched", "sampled_keys", "sampled_volatile",
-        "field_ttl_keys", "sampled_field_ttls", "scan_added",
+        "field_ttl_keys", "sampled_field_ttls", "scan_added", "slot_index",
     )
 
     def __init__(self, state: ServerState, index: int) -> None:
@@ -67,6 +68,8 @@ class Database:
         # keys whose hash has (or had) field TTLs: active expiry walks them (core/expiry.py)
         self.field_ttl_keys: set[bytes] = set()
         self.sampled_field_ttls = SampledKeys()
+        # cluster mode: the keys of each hash slot (core/cluster.py)
+        self.slot_index: SlotIndex | None = None
 
     # --- reads -------------------------------------------------------------------------
 
@@ -144,6 +147,8 @@ class Database:
             if self.state.notify_flags:
                 self.state.notify(self, "n", "new", key)
             self.sampled_keys.added(key, self.data)
+            if self.slot_index is not None:
+                self.slot_index.added(key)
             if self.scan_added is not None:
                 self._scan_added(key)
         elif old is not value and type(old) is not bytes:  # a replaced value is freed
@@ -242,6 +247,8 @@ class Database:
         self.data[key] = value
         if new:
             self.sampled_keys.added(key, self.data)
+            if self.slot_index is not None:
+                self.slot_index.added(key)
             if self.scan_added is not None:
                 self._scan_added(key)
         if type(value) is HashValue and value.ttls:
@@ -255,6 +262,8 @@ class Database:
 
     def _remove(self, key: bytes) -> None:
         del self.data[key]
+        if self.slot_index is not None:
+            self.slot_index.removed(key)
         if self.state.memory is not None:
             self.state.memory.removed(self, key)
         if self.numbers_as_text:
@@ -311,7 +320,9 @@ class Database:
         if type(value) is not bytes:
             release(self.state, value, lazy_setting(self.state, "expire"))
         self.state.stats["expired_keys"] += 1
-        if self.state.aof is not None:  # logged as a removal where it happened
+        if self.state.feed is not None:  # replicas (and the log) learn it as a removal
+            self.state.feed.expired(self.index, key)
+        elif self.state.aof is not None:  # logged as a removal where it happened
             self.state.aof.expired(self.index, key)
         if self.watched:
             self._touch_watchers(key)
@@ -366,6 +377,8 @@ class Database:
             self.numbers_as_text.clear()
             self.field_ttl_keys.clear()
         self.sampled_keys.clear()
+        if self.slot_index is not None:
+            self.slot_index.clear()
         self.sampled_volatile.clear()
         self.sampled_field_ttls.clear()
         self.scan_order = self.scan_added = None  # it would keep every key alive

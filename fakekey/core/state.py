@@ -18,6 +18,7 @@ from fakekey.config.settings import Config, parse_obuf_limits
 from fakekey.core.blocking import Blocking
 from fakekey.core.channels import PubSub, parse_notify_flags
 from fakekey.core.clock import Clock
+from fakekey.core.cluster import READ_ONLY_REPLICA, ClusterView
 from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST, SETTINGS, SLOW, CommandLog
 from fakekey.core.expiry import ActiveExpiry
 from fakekey.core.faults import Faults
@@ -37,7 +38,7 @@ from fakekey.core.registry import Command, CommandStats, Registry
 from fakekey.core.replicas import NOREPLICAS, is_write_command, too_few_replicas
 from fakekey.core.timers import Timers
 from fakekey.core.tracking import Tracking
-from fakekey.core.transactions import abort_exec
+from fakekey.core.transactions import abort_exec, end_transaction
 from fakekey.core.users import Users
 from fakekey.core.wakes import WakeDetector
 from fakekey.memory.eviction import MemoryTracker, maxmemory_changed, refuses
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 
     from fakekey.core.client import Client
     from fakekey.net.server import Connection
-    from fakekey.persistence.aof import AppendLog
+    from fakekey.persistence.aof import AppendLog, Recorder
     from fakekey.persistence.manager import Persistence
     from fakekey.scripting.bridge import ScriptRun, ScriptRunner
     from fakekey.scripting.libraries import Libraries
@@ -82,6 +83,8 @@ class ServerState:
         (fakekey.net.registry.load_all); everything counted or changed lives here."""
         self.config = config or Config()
         self.clock = Clock()
+        # the servers that share this clock (a cluster's nodes: fakekey.Cluster), or empty
+        self.clock_peers: list[ServerState] = []
         self.now = self.clock.now_ms()  # the current command's time snapshot (ms)
         # enable-emq-module no: the EMQ.* verbs are unknown and no module is listed
         self.emq_enabled = self.config["enable-emq-module"]
@@ -153,6 +156,10 @@ class ServerState:
         self.valkey_version = VALKEY_VERSION
         self.shutdown_requested: asyncio.Future[None] | None = None  # SHUTDOWN asked (net/server.py)
         self.persistence: Persistence | None = None  # snapshots and the log (fakekey/persistence), set by Server
+        # a primary's in-process replicas: its changes, recorded as the log records them
+        # and applied to them (persistence/replicas.py); the offset counts their bytes
+        self.feed: Recorder | None = None
+        self.repl_offset = 0
         self.aof: AppendLog | None = None  # the append-only log while appendonly is on (persistence/aof.py)
         self.tcp_port = self.config["port"]
         self.fakekey_enabled = self.config["enable-fakekey-commands"]
@@ -175,6 +182,8 @@ class ServerState:
         # faults on demand (FAKEKEY.FAULT, core/faults.py); `fault_watch` is it only while a
         # rule or LATENCY is set: a connection tests only that (net/faults.py)
         self.faults = Faults(self)
+        # cluster-enabled yes: this node's view of its cluster (core/cluster.py), else None
+        self.cluster: ClusterView | None = None
         self.fault_watch: Faults | None = None
 
     def running_loop(self) -> Any:
@@ -339,8 +348,15 @@ class ServerState:
         self._clock_moved()
 
     def _clock_moved(self) -> None:
+        """After the clock changes: on every server that shares it (a cluster's nodes)."""
+        for state in self.clock_peers or (self,):
+            state.clock_moved_here()
+
+    def clock_moved_here(self) -> None:
         """After the clock changes: expire what is due, time out waiters and fire the
         timers due, now."""
+        if self.cluster is not None and self.cluster.bus is not None:  # node timeouts
+            self.cluster.bus.tick(self.clock.now_ms())
         self.expire_all_due()
         self.blocking.clock_changed()
         self.blocking.serve()
@@ -419,6 +435,14 @@ class ServerState:
             if refusal is not None:
                 self.command_stats[cmd.index].rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
+        if self.cluster is not None:  # a slot another node serves: MOVED, ASK... (core/cluster.py)
+            redirect = self.cluster.route(client, cmd, argv)
+            if client.asking and cmd.name != "asking" and (not client.in_multi or cmd.name == "exec"):
+                client.asking = False  # good for one command (or one whole transaction)
+            if redirect is None and "write" in cmd.flags and not self.cluster.myself.is_primary:
+                redirect = READ_ONLY_REPLICA  # a keyless write (FLUSHALL) on a replica
+            if redirect is not None:
+                return self._redirect(client, cmd, redirect)
         if self.maxmemory and self.busy_script is None:  # evict, or refuse what may grow memory
             refusal = refuses(self, client, cmd, argv)
             if refusal is not None:
@@ -468,6 +492,16 @@ class ServerState:
             self.timers.rearm()
         return reply
 
+    def _redirect(self, client: Client, cmd: Command, redirect: ReplyError) -> ReplyError:
+        """A command another node serves: inside MULTI it dooms the transaction; EXEC
+        itself discards it and answers the redirect (Valkey's processCommand)."""
+        self.command_stats[cmd.index].rejected_calls += 1
+        if cmd.name == "exec":
+            end_transaction(client)
+        elif client.in_multi:
+            client.doom_transaction()
+        return self._count_error(redirect)
+
     def _needs_auth(self, name: bytes) -> bool:
         """An unknown or malformed request from an unauthenticated client: NOAUTH unless
         the command is one allowed before AUTH."""
@@ -502,7 +536,9 @@ class ServerState:
         if not started:
             started = _time_ns()
         try:
-            if self.aof is None:
+            if self.feed is not None:  # in-process replicas (and the log, when on) record it
+                reply = self.feed.run(client, cmd, argv)
+            elif self.aof is None:
                 reply = cmd.handler(client, argv)  # type: ignore[misc]
             else:  # appendonly: the log records what the command changed
                 reply = self.aof.run(client, cmd, argv)

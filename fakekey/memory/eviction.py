@@ -395,7 +395,9 @@ def evict(state: ServerState, db: Database, key: bytes) -> None:
         return  # it had expired: gone as an expiry
     state.dirty -= 1  # an eviction is not a change a save rule counts
     state.stats["evicted_keys"] += 1
-    if state.aof is not None:  # logged as the key's removal
+    if state.feed is not None:  # replicas (and the log) learn it as the key's removal
+        state.feed.expired(db.index, key)
+    elif state.aof is not None:  # logged as the key's removal
         state.aof.expired(db.index, key)
     if state.notify_flags:
         state.notify(db, "e", "evicted", key)

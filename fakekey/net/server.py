@@ -30,6 +30,7 @@ from fakekey.core.outbuf import (
     bulk_wire,
     resized_buffer,
 )
+from fakekey.core.cluster import enable_cluster
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
 from fakekey.core.wakes import WakeReport
 from fakekey.modules.emq.timers import rearm_after_load
@@ -924,6 +925,9 @@ class Server:
         for start in self.listeners.serve(self._loop, sockets):
             await start
         self._listening_on(self.listeners.port() or self._requested_port)
+        if config["cluster-enabled"] and state.cluster is None:
+            # a lone node knows no address of its own until a MEET tells it (Valkey's too)
+            enable_cluster(state, "", self.port)
         config.appliers["port"] = self._apply_port
         config.appliers["bind"] = self._apply_bind
         self._tasks.append(self._loop.create_task(self._cron()))
@@ -977,6 +981,8 @@ class Server:
                 if state.config["timeout"]:
                     close_idle_clients(state)
                 clients_cron(state, self._cron_clients)
+                if state.cluster is not None and state.cluster.bus is not None:
+                    state.cluster.bus.tick(state.clock.now_ms())  # node timeouts, failover
             except Exception:  # noqa: BLE001 - the cron must never die
                 import traceback
 

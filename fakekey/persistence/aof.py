@@ -168,28 +168,21 @@ def multi_record(records: list[bytes]) -> bytes:
 # --- the writer ----------------------------------------------------------------------------------
 
 
-class AppendLog:
-    """Records the changes of the running server into the current incremental file.
-    `state.aof` is this object while appendonly is on; `run` wraps each command."""
+class Recorder:
+    """Records the changes of the running server, each command (with what it runs) as one
+    unit handed to `deliver`: the log writes it to its file, in-process replicas apply it
+    (persistence/replicas.py). `run` wraps each command."""
 
-    def __init__(self, state: ServerState, path: str) -> None:
+    def __init__(self, state: ServerState) -> None:
         self.state = state
-        self.path = path
-        self.fd = self._open(path)
-        self.pending = bytearray()  # records not yet written to the file
-        self.unsynced = False  # written but not fsynced (everysec / no)
         self.group: list[bytes] = []  # records of the running command and what it runs
         self.depth = 0
-        self.write_ok = True
-        self.last_fsync = time.monotonic()
-        self.size = os.fstat(self.fd).st_size
 
-    @staticmethod
-    def _open(path: str) -> int:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        if os.fstat(fd).st_size == 0:
-            os.write(fd, HEADER)
-        return fd
+    def deliver(self, unit: bytes) -> None:
+        raise NotImplementedError
+
+    def handle(self, client: Any, cmd: Any, argv: list[bytes]) -> Any:
+        return cmd.handler(client, argv)
 
     # --- recording -----------------------------------------------------------------------
 
@@ -203,7 +196,7 @@ class AppendLog:
         reply: Any = None
         broke = False
         try:
-            reply = cmd.handler(client, argv)
+            reply = self.handle(client, cmd, argv)
             return reply
         except ReplyError:
             raise
@@ -247,8 +240,33 @@ class AppendLog:
 
     def _close_group(self) -> None:
         group = self.group
-        self.pending += frame(group[0] if len(group) == 1 else multi_record(group))
         self.group = []
+        self.deliver(group[0] if len(group) == 1 else multi_record(group))
+
+
+class AppendLog(Recorder):
+    """Records the changes of the running server into the current incremental file.
+    `state.aof` is this object while appendonly is on."""
+
+    def __init__(self, state: ServerState, path: str) -> None:
+        super().__init__(state)
+        self.path = path
+        self.fd = self._open(path)
+        self.pending = bytearray()  # records not yet written to the file
+        self.unsynced = False  # written but not fsynced (everysec / no)
+        self.write_ok = True
+        self.last_fsync = time.monotonic()
+        self.size = os.fstat(self.fd).st_size
+
+    def deliver(self, unit: bytes) -> None:
+        self.pending += frame(unit)
+
+    @staticmethod
+    def _open(path: str) -> int:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        if os.fstat(fd).st_size == 0:
+            os.write(fd, HEADER)
+        return fd
 
     # --- writing -------------------------------------------------------------------------
 

@@ -23,12 +23,10 @@ not change it (ask the node: `ROLE`). `kill(node)` and `restart(node)` stop and 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import tempfile
 import time
@@ -37,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fakekey.core.cluster import split_slots
 from fakekey.testing.raw import RawClient
 from fakekey.testing.servers import setting_flags
 from fakekey.testing.targets import find_valkey_binary, free_port, server_flags
@@ -44,33 +43,6 @@ from fakekey.testing.targets import find_valkey_binary, free_port, server_flags
 CLUSTER_SLOTS = 16384
 BUS_PORT_OFFSET = 10000  # Valkey's default cluster bus port: the client port + 10000
 POLL = 0.005  # seconds between two looks at the nodes while waiting
-
-
-def split_slots(primaries: int) -> list[tuple[int, int]]:
-    """The slot ranges `valkey-cli --cluster create` gives `primaries` primaries, in order.
-
-    valkey-cli (src/valkey-cli.c, clusterManagerCommandCreate) computes them in C `float`:
-    `slots_per_node = 16384 / (float)n`, and for each primary `last = lround(cursor +
-    slots_per_node - 1)` (the last primary ends at 16383), then `cursor += slots_per_node`.
-    The float32 rounding is kept here so every count of primaries splits as valkey-cli's."""
-    if primaries < 1:
-        raise ValueError("a cluster needs at least one primary")
-
-    def f32(value: float) -> float:
-        return float(struct.unpack("f", struct.pack("f", value))[0])
-
-    per_node = f32(CLUSTER_SLOTS / primaries)
-    ranges: list[tuple[int, int]] = []
-    first, cursor = 0, 0.0
-    for i in range(primaries):
-        last = math.floor(f32(f32(cursor + per_node) - 1) + 0.5)  # lround: half away from 0
-        if last > CLUSTER_SLOTS or i == primaries - 1:
-            last = CLUSTER_SLOTS - 1
-        last = max(last, first)
-        ranges.append((first, last))
-        first = last + 1
-        cursor = f32(cursor + per_node)
-    return ranges
 
 
 @dataclass

@@ -1,0 +1,482 @@
+"""Cluster mode (`cluster-enabled yes`): this node's view of the cluster and the routing
+of each command to the node that serves its keys.
+
+A view holds the nodes this node knows (itself first), who serves each of the 16384 hash
+slots, the slots being moved (MIGRATING to / IMPORTING from a node), and the epochs.
+`route` is Valkey's getNodeByQuery: a command whose keys hash to a slot this node does
+not serve is answered MOVED (or ASK, TRYAGAIN, CROSSSLOT, CLUSTERDOWN) instead of run.
+
+Nodes of one process (fakekey.Cluster) share a `Bus`: what a node claims (its slots, its
+role, its epoch) reaches every node that can see it at once, as gossip would a moment
+later; a partition hides two nodes from each other. Keys are counted per slot only while
+cluster mode is on (`SlotIndex`), for COUNTKEYSINSLOT and GETKEYSINSLOT."""
+
+from __future__ import annotations
+
+import binascii
+import math
+import os
+import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from fakekey.resp.replies import ReplyError
+
+if TYPE_CHECKING:
+    from fakekey.core.client import Client
+    from fakekey.core.registry import Command
+    from fakekey.core.state import ServerState
+
+SLOTS = 16384
+
+CROSSSLOT = ReplyError("CROSSSLOT Keys in request don't hash to the same slot")
+TRYAGAIN = ReplyError("TRYAGAIN Multiple keys request during rehashing of slot")
+DOWN = ReplyError("CLUSTERDOWN The cluster is down")
+DOWN_READ_ONLY = ReplyError("CLUSTERDOWN The cluster is down and only accepts read commands")
+UNBOUND = ReplyError("CLUSTERDOWN Hash slot not served")
+READ_ONLY_REPLICA = ReplyError("READONLY You can't write against a read only replica.")
+
+
+def key_slot(key: bytes) -> int:
+    """Valkey's keyHashSlot: CRC16/XMODEM of the key, or of its first non-empty {tag}."""
+    start = key.find(b"{")
+    if start >= 0:
+        end = key.find(b"}", start + 1)
+        if end > start + 1:
+            key = key[start + 1:end]
+    return binascii.crc_hqx(key, 0) & (SLOTS - 1)
+
+
+def split_slots(primaries: int) -> list[tuple[int, int]]:
+    """The slot ranges `valkey-cli --cluster create` gives `primaries` primaries, in order.
+
+    valkey-cli (src/valkey-cli.c, clusterManagerCommandCreate) computes them in C `float`:
+    `slots_per_node = 16384 / (float)n`, and for each primary `last = lround(cursor +
+    slots_per_node - 1)` (the last primary ends at 16383), then `cursor += slots_per_node`.
+    The float32 rounding is kept here so every count of primaries splits as valkey-cli's."""
+    if primaries < 1:
+        raise ValueError("a cluster needs at least one primary")
+
+    def f32(value: float) -> float:
+        return float(struct.unpack("f", struct.pack("f", value))[0])
+
+    per_node = f32(SLOTS / primaries)
+    ranges: list[tuple[int, int]] = []
+    first, cursor = 0, 0.0
+    for i in range(primaries):
+        last = math.floor(f32(f32(cursor + per_node) - 1) + 0.5)  # lround: half away from 0
+        if last > SLOTS or i == primaries - 1:
+            last = SLOTS - 1
+        last = max(last, first)
+        ranges.append((first, last))
+        first = last + 1
+        cursor = f32(cursor + per_node)
+    return ranges
+
+
+def new_node_id() -> str:
+    return os.urandom(20).hex()
+
+
+class ClusterNode:
+    """A node as one view knows it."""
+
+    def __init__(self, node_id: str, host: str, port: int, bus_port: int = 0) -> None:
+        self.id = node_id
+        self.host = host
+        self.port = port
+        self.bus_port = bus_port or port + 10000
+        self.hostname = ""
+        self.shard_id = new_node_id()
+        self.primary: ClusterNode | None = None  # a replica's primary
+        self.config_epoch = 0
+        self.ping_sent = 0
+        self.pong_received = 0
+        self.connected = True
+        self.repl_offset = 0
+        self.failing = False  # "fail": agreed down
+        self.suspected = False  # "fail?": this node has not heard from it in node-timeout
+        self.handshake = False
+        self.nofailover = False
+
+    @property
+    def is_primary(self) -> bool:
+        return self.primary is None
+
+    def flags(self, myself: ClusterNode) -> str:
+        """The flags column of CLUSTER NODES."""
+        out = ["myself"] if self is myself else []
+        out.append("master" if self.is_primary else "slave")
+        if self.suspected and not self.failing:
+            out.append("fail?")
+        if self.failing:
+            out.append("fail")
+        if self.handshake:
+            out.append("handshake")
+        if self.nofailover:
+            out.append("nofailover")
+        return ",".join(out)
+
+
+class ClusterView:
+    """This node's view of its cluster (Valkey's clusterState)."""
+
+    def __init__(self, state: ServerState, myself: ClusterNode) -> None:
+        self.state = state
+        self.myself = myself
+        self.nodes: dict[str, ClusterNode] = {myself.id: myself}
+        self.owners: list[ClusterNode | None] = [None] * SLOTS
+        self.migrating: dict[int, ClusterNode] = {}  # slot -> the node it goes to
+        self.importing: dict[int, ClusterNode] = {}  # slot -> the node it comes from
+        self.current_epoch = 0
+        self.last_vote_epoch = 0
+        self.bus: Bus | None = None
+        self.alive = True  # False while its process is "killed" (Cluster.kill)
+        self.down_since = 0
+
+    # --- what the view says ---------------------------------------------------------------
+
+    def node(self, node_id: bytes | str) -> ClusterNode | None:
+        key = node_id.decode("utf-8", "replace") if isinstance(node_id, bytes) else node_id
+        return self.nodes.get(key)
+
+    def primary_of(self, node: ClusterNode) -> ClusterNode:
+        return node.primary if node.primary is not None else node
+
+    def slots_of(self, node: ClusterNode) -> list[tuple[int, int]]:
+        """The slot ranges `node` serves, in order."""
+        out: list[tuple[int, int]] = []
+        start = -1
+        owners = self.owners
+        for slot in range(SLOTS + 1):
+            owned = slot < SLOTS and owners[slot] is node
+            if owned and start < 0:
+                start = slot
+            elif not owned and start >= 0:
+                out.append((start, slot - 1))
+                start = -1
+        return out
+
+    def replicas_of(self, node: ClusterNode) -> list[ClusterNode]:
+        return [n for n in self.nodes.values() if n.primary is node]
+
+    def healthy(self) -> bool:
+        """cluster_state:ok, as Valkey's clusterUpdateState decides: every slot served by
+        a node not failed (unless full coverage is not required), and a primary that has
+        lost sight of most primaries for cluster-node-timeout stops (the minority side of
+        a partition takes no writes)."""
+        if self.bus is not None and not self.bus.in_majority(self):
+            return False
+        if not self.state.config["cluster-require-full-coverage"]:
+            return True
+        return all(owner is not None and not owner.failing for owner in self.owners)
+
+    def assigned_slots(self) -> int:
+        return sum(1 for owner in self.owners if owner is not None)
+
+    # --- routing --------------------------------------------------------------------------
+
+    def route(self, client: Client, cmd: Command, argv: list[bytes]) -> ReplyError | None:
+        """None when this node serves the command; otherwise the redirect or refusal."""
+        is_exec = cmd.name == "exec"
+        if is_exec:
+            if not client.in_multi:
+                return None
+            slot = -1
+            for queued, args in client.multi_queue:
+                for s in self._slots_of_call(queued, args):
+                    if slot == -1:
+                        slot = s
+                    elif s != slot:
+                        return CROSSSLOT
+            calls = client.multi_queue
+        else:
+            slots = self._slots_of_call(cmd, argv)
+            if not slots:
+                return None
+            slot = slots[0]
+            if any(s != slot for s in slots):
+                return CROSSSLOT
+            calls = [(cmd, argv)]
+        if slot == -1:
+            return None
+        owner = self.owners[slot]
+        if owner is None:
+            return UNBOUND
+        myself = self.myself
+        migrating = importing = False
+        if myself.is_primary or client.cluster_readonly:
+            if owner is self.primary_of(myself) and slot in self.migrating:
+                migrating = True
+            elif slot in self.importing:
+                importing = True
+        flags = _call_flags(calls)
+        pubsub = "pubsub" in flags
+        writes = "write" in flags
+        missing = existing = 0
+        multiple = False
+        if migrating or importing:
+            first: bytes | None = None
+            for queued, args in calls:
+                if queued.name in ("move", "copy") and _blocked_in_migration(client, queued, args):
+                    return TRYAGAIN
+                for at in queued.key_positions(args):
+                    key = args[at]
+                    if first is None:
+                        first = key
+                    elif key != first:
+                        multiple = True
+                    if not pubsub:
+                        if client.db.data.get(key) is None:
+                            missing += 1
+                        else:
+                            existing += 1
+        if not self.healthy():
+            if pubsub:
+                if not self.state.config["cluster-allow-pubsubshard-when-down"]:
+                    return DOWN
+            elif not self.state.config["cluster-allow-reads-when-down"]:
+                return DOWN
+            elif writes:
+                return DOWN_READ_ONLY
+        if (migrating or importing) and cmd.name == "migrate" and myself.is_primary:
+            return None
+        if migrating and missing:
+            if existing:
+                return TRYAGAIN
+            return redirect("ASK", slot, self.migrating[slot])
+        if importing and (client.asking or "asking" in flags):
+            if multiple and missing:
+                return TRYAGAIN
+            return None
+        if (client.cluster_readonly or pubsub) and not writes and not myself.is_primary \
+                and myself.primary is owner:
+            return None
+        if owner is not myself:
+            return redirect("MOVED", slot, owner)
+        return None
+
+    def _slots_of_call(self, cmd: Command, argv: list[bytes]) -> list[int]:
+        return [key_slot(argv[at]) for at in cmd.key_positions(argv)]
+
+    # --- changes --------------------------------------------------------------------------
+
+    def claim(self, slot: int, node: ClusterNode) -> None:
+        self.owners[slot] = node
+
+    def announce(self) -> None:
+        """Tell the nodes that can see this one what it now claims (gossip, at once)."""
+        if self.bus is not None:
+            self.bus.publish(self)
+
+    def learn(self, other: ClusterView) -> None:
+        """What `other` says of itself: its role, epoch and slots (Valkey's handling of a
+        PING/PONG header: a claim with a greater config epoch wins the slot)."""
+        sender = self.nodes.get(other.myself.id)
+        if sender is None:
+            sender = self.meet_node(other.myself)
+        them = other.myself
+        sender.config_epoch = them.config_epoch
+        sender.repl_offset = them.repl_offset
+        sender.shard_id = them.shard_id
+        sender.primary = None if them.primary is None else self.nodes.get(them.primary.id)
+        sender.failing = sender.suspected = False
+        sender.connected = True
+        self.current_epoch = max(self.current_epoch, other.current_epoch)
+        if not sender.is_primary:
+            return
+        lost = False
+        for slot in range(SLOTS):
+            if other.owners[slot] is them:
+                owner = self.owners[slot]
+                if owner is sender:
+                    continue
+                if slot in self.importing:  # ours to take, by SETSLOT NODE
+                    continue
+                if owner is None or owner.config_epoch < sender.config_epoch:
+                    lost = lost or owner is self.myself
+                    self.owners[slot] = sender
+                    self.migrating.pop(slot, None)
+        if lost and self.myself.is_primary and self.myself not in self.owners:
+            # every slot went to the sender (our replica took over): follow it
+            self.myself.primary = sender
+            if self.bus is not None and self.bus.follow is not None:
+                self.bus.follow(self.state, other.state)
+
+    def meet_node(self, template: ClusterNode) -> ClusterNode:
+        """A node this view did not know: its own copy of it."""
+        node = ClusterNode(template.id, template.host, template.port, template.bus_port)
+        node.shard_id = template.shard_id
+        node.config_epoch = template.config_epoch
+        self.nodes[node.id] = node
+        return node
+
+
+def redirect(kind: str, slot: int, node: ClusterNode) -> ReplyError:
+    return ReplyError(f"{kind} {slot} {node.host}:{node.port}")
+
+
+def _call_flags(calls: list[tuple[Command, list[bytes]]]) -> set[str]:
+    flags: set[str] = set()
+    for queued, _args in calls:
+        flags.update(queued.flags)
+    return flags
+
+
+def _blocked_in_migration(client: Client, cmd: Command, argv: list[bytes]) -> bool:
+    """MOVE, and COPY to another database, are refused while the slot moves (Valkey)."""
+    if cmd.name == "move":
+        return True
+    if len(argv) > 4 and argv[3].lower() == b"db":
+        return argv[4] != str(client.db.index).encode()
+    return False
+
+
+class Bus:
+    """The nodes of one process's cluster, and who can see whom (a partition hides two
+    nodes from each other until healed). `tick` is failure detection: a node unheard of
+    for cluster-node-timeout is suspected (fail?), then failed (fail) when most primaries
+    agree, and a replica of a failed primary takes over (`promote`, given by the layer
+    that owns replication)."""
+
+    def __init__(self) -> None:
+        self.views: list[ClusterView] = []
+        self.cut: set[frozenset[str]] = set()
+        self.promote: Callable[[ServerState], None] | None = None
+        self.follow: Callable[[ServerState, ServerState], None] | None = None  # (replica, primary)
+        self.unseen_since: dict[tuple[str, str], int] = {}  # (observer, node) -> ms
+
+    def tick(self, now: int) -> None:
+        """Each live node's look at the others, at `now` on the cluster's clock."""
+        live = [v for v in self.views if v.alive]
+        for view in live:
+            timeout = view.state.config["cluster-node-timeout"]
+            for other in self.views:
+                if other is view:
+                    continue
+                node = view.nodes.get(other.myself.id)
+                if node is None:
+                    continue
+                pair = (view.myself.id, other.myself.id)
+                if self.sees(view, other):
+                    self.unseen_since.pop(pair, None)
+                    node.suspected = node.failing = False
+                    node.connected = True
+                    continue
+                since = self.unseen_since.setdefault(pair, now)
+                node.connected = False
+                node.ping_sent = node.ping_sent or since
+                if now - since > timeout:
+                    node.suspected = True
+        self._agree_on_failures(live)
+
+    def _agree_on_failures(self, live: list[ClusterView]) -> None:
+        """A node suspected by most primaries fails; its shard's first live replica that
+        sees a majority takes over."""
+        primaries = [v for v in self.views if v.myself.is_primary]
+        quorum = len(primaries) // 2 + 1
+        for dead in self.views:
+            voters = [v for v in live if v.myself.is_primary
+                      and (n := v.nodes.get(dead.myself.id)) is not None and n.suspected]
+            if len(voters) < quorum:
+                continue
+            for view in live:
+                node = view.nodes.get(dead.myself.id)
+                if node is not None and self._majority_seen(view, primaries, quorum):
+                    node.failing = True
+            if dead.myself.is_primary and self.promote is not None:
+                heir = next((v for v in live if v.myself.primary is not None
+                             and v.myself.primary.id == dead.myself.id
+                             and self._majority_seen(v, primaries, quorum)), None)
+                if heir is not None and not heir.state.config["cluster-replica-no-failover"]:
+                    self.promote(heir.state)
+
+    def in_majority(self, view: ClusterView) -> bool:
+        """`view` reaches most primaries (counting those unseen for less than the node
+        timeout); only a primary's own health depends on it."""
+        primaries = [v for v in self.views if v.myself.is_primary]
+        if not view.myself.is_primary or len(primaries) < 2:
+            return True
+        timeout = view.state.config["cluster-node-timeout"]
+        now = view.state.clock.now_ms()
+        reached = sum(1 for p in primaries if p is view or self.sees(view, p) or
+                      now - self.unseen_since.get((view.myself.id, p.myself.id), now) <= timeout)
+        return reached >= len(primaries) // 2 + 1
+
+    def _majority_seen(self, view: ClusterView, primaries: list[ClusterView], quorum: int) -> bool:
+        return sum(1 for p in primaries if p is view or self.sees(view, p)) >= quorum
+
+    def rejoined(self, view: ClusterView) -> None:
+        """A node back (restarted, healed): it and the others exchange what they claim; a
+        primary whose slots went to its replica becomes that replica's replica."""
+        for other in self.views:
+            if other is not view and self.sees(view, other):
+                view.learn(other)
+                other.learn(view)
+
+    def join(self, view: ClusterView) -> None:
+        view.bus = self
+        self.views.append(view)
+
+    def sees(self, a: ClusterView, b: ClusterView) -> bool:
+        return frozenset((a.myself.id, b.myself.id)) not in self.cut and b.alive
+
+    def publish(self, sender: ClusterView) -> None:
+        if not sender.alive:
+            return
+        for view in self.views:
+            if view is not sender and self.sees(sender, view):
+                view.learn(sender)
+
+
+class SlotIndex:
+    """The keys of each slot of one database, in the order they came (GETKEYSINSLOT)."""
+
+    def __init__(self) -> None:
+        self.slots: dict[int, dict[bytes, None]] = {}
+
+    def added(self, key: bytes) -> None:
+        self.slots.setdefault(key_slot(key), {})[key] = None
+
+    def removed(self, key: bytes) -> None:
+        slot = key_slot(key)
+        keys = self.slots.get(slot)
+        if keys is not None:
+            keys.pop(key, None)
+            if not keys:
+                del self.slots[slot]
+
+    def count(self, slot: int) -> int:
+        keys = self.slots.get(slot)
+        return 0 if keys is None else len(keys)
+
+    def keys(self, slot: int, count: int) -> list[bytes]:
+        keys = self.slots.get(slot)
+        if keys is None:
+            return []
+        out: list[bytes] = []
+        for key in keys:
+            if len(out) >= count:
+                break
+            out.append(key)
+        return out
+
+    def clear(self) -> None:
+        self.slots.clear()
+
+
+
+
+def enable_cluster(state: ServerState, host: str, port: int) -> ClusterView:
+    """Turn `state` into a cluster node (cluster-enabled yes, at start): a new node id,
+    no slots, `cluster-databases` databases, each counting its keys per slot."""
+    myself = ClusterNode(new_node_id(), host, port, state.config["cluster-port"])
+    view = ClusterView(state, myself)
+    state.cluster = view
+    del state.dbs[state.config["cluster-databases"]:]
+    for db in state.dbs:
+        index = SlotIndex()
+        for key in db.data:
+            index.added(key)
+        db.slot_index = index
+    return view

@@ -1,0 +1,132 @@
+"""In-process replicas (a fakekey.Cluster's): a primary's changes, recorded as the
+append-only log records them (persistence/aof.py: the command as it ran under its clock
+snapshot, a random write by its effect, an expiry as a removal), applied to each replica
+as the command ends, in order. The replication offset counts the bytes of those records.
+
+A replica applies a unit as a client that may do anything and never blocks (the log's
+Replayer), so what it holds after each command is what its primary holds."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fakekey.persistence.aof import Recorder, Replayer
+
+if TYPE_CHECKING:
+    from fakekey.core.state import ServerState
+
+# the PING a primary sends its replicas every repl-ping-replica-period, as it travels
+REPLICATION_PING = b"*1\r\n$4\r\nPING\r\n"
+
+
+class ReplicaFeed(Recorder):
+    """`state.feed` while the server has in-process replicas."""
+
+    def __init__(self, state: ServerState) -> None:
+        super().__init__(state)
+        self.replicas: list[Replayer] = []
+        self.offset = 0
+        self.behind: set[int] = set()  # ids of replica states that missed records
+
+    def attach(self, replica: ServerState) -> None:
+        """A new replica: it gets the primary's data, then follows it (a full sync)."""
+        replayer = Replayer(replica)
+        for db, mine in zip(replica.dbs, self.state.dbs, strict=False):
+            db.flush()
+            for key, value in mine.data.items():
+                db.load(key, value.copy() if hasattr(value, "copy") else bytes(value),
+                        mine.expires.get(key, -1), self.state.now)
+        self.replicas.append(replayer)
+        self.ping()
+
+    def _reaches(self, replica: ServerState) -> bool:
+        mine, theirs = self.state.cluster, replica.cluster
+        if mine is None or theirs is None or mine.bus is None:
+            return True
+        return mine.bus.sees(mine, theirs)
+
+    def catch_up(self) -> None:
+        """The replicas that missed records and can be reached again: a full sync."""
+        for replayer in list(self.replicas):
+            replica = replayer.state
+            if id(replica) in self.behind and self._reaches(replica):
+                self.behind.discard(id(replica))
+                self.detach(replica)
+                self.attach(replica)
+
+    def detach(self, replica: ServerState) -> None:
+        self.replicas = [r for r in self.replicas if r.state is not replica]
+
+    def ping(self) -> None:
+        """The replication PING: it moves the offset (an idle replica's offset is not 0)."""
+        self.offset += len(REPLICATION_PING)
+        for replayer in self.replicas:
+            replayer.state.repl_offset = self.offset
+
+    def handle(self, client: Any, cmd: Any, argv: list[bytes]) -> Any:
+        aof = self.state.aof
+        return cmd.handler(client, argv) if aof is None else aof.run(client, cmd, argv)
+
+    def expired(self, db: int, key: bytes) -> None:
+        if self.state.aof is not None:
+            self.state.aof.expired(db, key)
+        super().expired(db, key)
+
+    def deliver(self, unit: bytes) -> None:
+        self.offset += len(unit)
+        for replayer in self.replicas:
+            replica = replayer.state
+            if not self._reaches(replica):  # cut off or dead: it resyncs when back
+                self.behind.add(id(replica))
+                continue
+            saved = replica.now
+            try:
+                replayer.apply(unit)
+            finally:
+                replica.now = saved
+            replica.repl_offset = self.offset
+            if replica.blocking.ready:  # readers parked on the replica (READONLY) wake
+                replica.blocking.serve()
+
+
+def attach(replica: ServerState, primary: ServerState) -> None:
+    """`replica` takes `primary`'s data and follows its writes from now on."""
+    feed = primary.feed
+    if not isinstance(feed, ReplicaFeed):
+        feed = primary.feed = ReplicaFeed(primary)
+    feed.attach(replica)
+
+
+def promote(replica: ServerState) -> None:
+    """A failover: `replica` becomes the primary of its shard with a new config epoch,
+    takes its primary's slots, and the old primary (if it lives) and the other replicas
+    follow it. The nodes that can see it learn the new claim at once."""
+    view = replica.cluster
+    assert view is not None and view.myself.primary is not None and view.bus is not None
+    old_id = view.myself.primary.id
+    shard = [v for v in view.bus.views if v.myself.id == old_id or (
+        v.myself.primary is not None and v.myself.primary.id == old_id and v is not view)]
+    epoch = max(v.current_epoch for v in view.bus.views if v.alive) + 1
+    view.current_epoch = view.myself.config_epoch = epoch
+    view.myself.primary = None
+    for slot, owner in enumerate(view.owners):
+        if owner is not None and owner.id == old_id:
+            view.claim(slot, view.myself)
+    if replica.feed is None:
+        replica.feed = ReplicaFeed(replica)
+    for other in shard:
+        old_feed = other.state.feed
+        if isinstance(old_feed, ReplicaFeed):
+            other.state.feed = None
+            if old_feed.offset > replica.repl_offset:
+                replica.repl_offset = old_feed.offset
+        if view.bus.sees(view, other):  # one dead or cut off learns it on its return
+            other.myself.primary = other.nodes.get(view.myself.id) or other.meet_node(view.myself)
+            attach(other.state, replica)
+    feed = replica.feed
+    assert isinstance(feed, ReplicaFeed)
+    feed.offset = max(feed.offset, replica.repl_offset)
+    view.myself.repl_offset = feed.offset
+    view.announce()
+    for other in shard:
+        other.announce()
