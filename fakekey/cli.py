@@ -25,17 +25,29 @@ import select
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from fakekey._version import VALKEY_VERSION, __version__
-from fakekey.config.file import Directive, config_lines, read_config_file
+from fakekey.config.directives import StartupRefused
+from fakekey.config.file import (
+    ConfigLine,
+    Directive,
+    LineError,
+    UnreadableFile,
+    config_lines,
+    read_file_text,
+)
 from fakekey.config.limits import TooFewDescriptors
 from fakekey.config.settings import Config, ConfigError
+from fakekey.core.monitor import quote
+from fakekey.core.registry import Registry
 from fakekey.core.users import check_user_directive
+from fakekey.net.registry import load_all
 from fakekey.net.server import Server, new_event_loop
 from fakekey.persistence.snapshot import LoadError
+from fakekey.resp.splitargs import split_args
 
 log = logging.getLogger("fakekey.net.server")
 
@@ -58,24 +70,52 @@ def version_line() -> str:
 def parse_argv(argv: Sequence[str], stdin: TextIO | None = None) -> list[Directive]:
     """[config-file] [-] then --name value [value...] directives, as valkey-server takes
     them: the file, then the config text on stdin (`-` first or last), then the flags."""
-    directives: list[Directive] = []
+    return [line.directive for line in read_argv(argv, stdin)]
+
+
+def read_argv(argv: Sequence[str], stdin: TextIO | None = None) -> Iterator[ConfigLine]:
+    """The directives of a command line, each with its line number and text as
+    valkey-server numbers them: one text made of the config file, stdin's text and a line
+    per `--name` option (after a newline), read in order; an `include` is read when
+    reached, so an earlier line's error is reported first."""
     args = list(argv)
-    from_stdin = bool(args) and "-" in (args[0], args[-1])
+    config_file = args.pop(0) if args and not args[0].startswith("-") else None
+    options, from_stdin = options_text(args, first=config_file is None)
+    text = read_file_text(config_file) if config_file is not None else ""
     if from_stdin:
-        args.pop(0 if args[0] == "-" else -1)
-    if args and not args[0].startswith("--"):
-        directives.extend(read_config_file(args.pop(0)))
-    if from_stdin:
-        directives.extend(config_lines(stdin or sys.stdin))
-    from_file = len(directives)
-    for arg in args:
-        if arg.startswith("--"):
-            directives.append((arg[2:].lower(), []))
-        elif len(directives) == from_file:
-            raise ConfigError(f"Invalid argument '{arg}'")
+        text += (stdin or sys.stdin).read()
+    yield from config_lines(f"{text}\n{options}")
+
+
+def options_text(args: list[str], first: bool) -> tuple[str, bool]:
+    """The options as valkey-server's main() writes them: each `--name` starts a line
+    `name `, each other argument goes on that line quoted (sdscatrepr), so a stray word is
+    a line of its own; `--save` right before another option is `save ""`; a `--x` right
+    after an option name without a value is that option's value. A `-` first or last
+    reads config text from stdin (`first`: args[0] is the command's first argument).
+    Returns the text and whether stdin is read."""
+    lines: list[str] = []
+    from_stdin = False
+    named = True  # the last option has its value: a `--x` now names a new option
+    for i, arg in enumerate(args):
+        last = i == len(args) - 1
+        following = "" if last else args[i + 1]
+        if arg == "-" and ((first and i == 0) or last):
+            from_stdin = True
+        elif named and arg.startswith("--"):
+            lines.append(arg[2:] + " ")
+            words = split_args(arg.encode("utf-8", "surrogateescape"))
+            named = words is None or len(words) != 1  # `--port 6380` as one argument: named
+            if not named and arg.lower() == "--save" and following.startswith("--"):
+                lines[-1] += '""'
+                named = True
         else:
-            directives[-1][1].append(arg)
-    return directives
+            if not lines:
+                lines.append("")
+            quoted = quote(arg.encode("utf-8", "surrogateescape"))
+            lines[-1] += quoted.decode("utf-8", "surrogateescape") + " "
+            named = True
+    return "\n".join(lines), from_stdin
 
 
 @dataclass
@@ -95,12 +135,16 @@ def take_launch_directives(directives: list[Directive]) -> tuple[list[Directive]
     settings: list[Directive] = []
     for name, words in directives:
         if name == "port-file":
-            if len(words) != 1 or not words[0]:
-                raise ConfigError("wrong number of arguments")
-            launch.port_file = words[0]
+            launch.port_file = port_file_of(words)
         else:
             settings.append((name, words))
     return settings, launch
+
+
+def port_file_of(words: list[str]) -> str:
+    if len(words) != 1 or not words[0]:
+        raise ConfigError("wrong number of arguments")
+    return words[0]
 
 
 class ValkeyLogFormat(logging.Formatter):
@@ -140,11 +184,61 @@ def log_like_valkey(logfile: str = "", loglevel: str = "notice") -> None:
     logger.setLevel(LOG_LEVELS.get(loglevel, logging.INFO))
 
 
-def fatal_config_error(name: str, words: list[str], err: Exception) -> str:
-    """Valkey's report of a directive it cannot take."""
-    quoted = " ".join(f'"{word}"' for word in words)
-    return (f"\n*** FATAL CONFIG FILE ERROR (Version {VALKEY_VERSION}) ***\n"
-            f">>> '{name} {quoted}'\n{err}")
+def fatal_config_error(err: ConfigError) -> str:
+    """Valkey's report of a configuration it cannot take: the line's number and text when
+    a line is at fault, then why."""
+    report = f"\n*** FATAL CONFIG FILE ERROR (Version {VALKEY_VERSION}) ***\n"
+    line = err.line if isinstance(err, LineError) else None
+    if line is not None:
+        report += f"Reading the configuration file, at line {line.number}\n>>> '{line.text}'\n"
+    return report + str(err)
+
+
+def early_warning(text: str) -> None:
+    """A warning from before the config is read (no log file yet): a log line on stdout,
+    as valkey-server writes its "can't open config file"."""
+    record = logging.LogRecord("fakekey", logging.WARNING, __file__, 0, text, None, None)
+    print(ValkeyLogFormat().format(record), flush=True)
+
+
+def check_directives(lines: Iterable[ConfigLine]) -> list[Directive]:
+    """The directives, each line taken in order as valkey-server loads them (the first it
+    refuses raises LineError, with the line), then the log file opened as Valkey opens it."""
+    config = Config()
+    commands = load_all().view()  # rename-command names a command of this table
+    directives: list[Directive] = []
+    for line in lines:
+        try:
+            take_line(config, commands, line)
+        except (ConfigError, ValueError) as err:
+            raise LineError(line, str(err)) from None
+        directives.append(line.directive)
+    check_logfile(config["logfile"])
+    return directives
+
+
+def take_line(config: Config, commands: Registry, line: ConfigLine) -> None:
+    """One line into the configuration, a `user` checked, a `rename-command` applied (the
+    next may name the new name); raises what Valkey reports of the line."""
+    if line.name == "port-file":
+        port_file_of(line.words)
+        return
+    config.set_at_startup(line.name, line.words)
+    if line.name == "user":
+        check_user_directive(line.words)
+    elif line.name == "rename-command":
+        commands.rename(*line.words)
+
+
+def check_logfile(logfile: str) -> None:
+    """Valkey opens the log file (creating it) once the config is read, and stops when it
+    cannot: a report without a line."""
+    if not logfile:
+        return
+    try:
+        open(logfile, "a").close()  # noqa: SIM115 - only opened to see that it opens
+    except OSError as err:
+        raise ConfigError(f"Can't open the log file: {err.strerror}") from None
 
 
 def build_server(directives: list[Directive]) -> Server:
@@ -313,18 +407,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(__doc__)
         return 0
     try:
-        directives, launch = take_launch_directives(parse_argv(argv))
-        for name, words in directives:  # each directive checked alone, for its report
-            try:
-                Config([(name, words)])
-                if name == "user":
-                    check_user_directive(words)
-            except (ConfigError, ValueError) as err:
-                print(fatal_config_error(name, words, err), file=sys.stderr)
-                return 1
+        directives = check_directives(read_argv(argv))
+        directives, launch = take_launch_directives(directives)
         server = build_server(directives)
-    except (ConfigError, OSError) as err:
-        print(f"*** FATAL CONFIG FILE ERROR (Version {VALKEY_VERSION}) ***\n{err}", file=sys.stderr)
+    except UnreadableFile as err:
+        early_warning(str(err))
+        return 1
+    except ConfigError as err:
+        print(fatal_config_error(err), file=sys.stderr)
         return 1
     config = server.state.config
     if config["daemonize"]:
@@ -356,9 +446,12 @@ def run(server: Server, launch: Launch) -> int:
         log.warning("Fatal error loading the DB: %s. Exiting.", err)
         print(f"fakekey-server: {err}", file=sys.stderr)
         return 1
-    except OSError as err:
+    except StartupRefused as err:  # a module to load (fakekey loads none)
+        for line in err.lines:
+            log.warning("%s", line)
+        return 1
+    except OSError:  # the listening socket's own warning is logged already
         log.warning("Failed listening on port %d (tcp), aborting.", server.port)
-        print(f"{err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         pass
@@ -370,8 +463,8 @@ def run(server: Server, launch: Launch) -> int:
 
 async def _serve(server: Server, launch: Launch) -> None:
     log.info("Running mode=standalone, port=%d.", server.port)
-    log.info("Server initialized")
     await server.start_async()
+    log.info("Server initialized")
     server.state.shutdown_requested = asyncio.get_running_loop().create_future()
     stop_on_signals(server)
     announce_ready(server, launch)

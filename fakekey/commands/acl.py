@@ -8,7 +8,7 @@ from typing import Any
 from fakekey.commands.args import help_lines, parse_int
 from fakekey.commands.clients import client_line
 from fakekey.core.client import Client
-from fakekey.core.registry import ACL_CATEGORIES, command, container
+from fakekey.core.registry import ACL_CATEGORIES, FAKEKEY_PREFIX, command, container
 from fakekey.core.users import set_client_describer
 from fakekey.resp.replies import OK, ReplyError
 
@@ -127,7 +127,11 @@ def acl_cat(c: Client, argv: list[bytes]) -> Any:
     category = _name(argv[2]).lower()
     if category not in ACL_CATEGORIES:
         raise ReplyError(f"ERR Unknown category '{_name(argv[2])[:128]}'")
-    return [name.encode() for name in commands_in_category(category)]
+    # the declared commands (a renamed one by its own name, as Valkey), less FAKEKEY.* on
+    # a server that has none (enable-fakekey-commands no)
+    own = c.state.config["enable-fakekey-commands"]
+    return [name.encode() for name in commands_in_category(category)
+            if own or not name.startswith(FAKEKEY_PREFIX)]
 
 
 @command("acl|dryrun", -4, ADMIN, acl="dangerous", since="7.0.0", complexity="O(1).",

@@ -1,5 +1,6 @@
-"""FAKEKEY.* commands: what fakekey adds for tests (the clock, the lost-wake detector). Off with
-`enable-fakekey-commands no`, like Valkey's enable-debug-command."""
+"""FAKEKEY.* commands: what fakekey adds for tests (the clock, the lost-wake detector). A
+server started with `enable-fakekey-commands no` has none of them (fakekey/net/registry.py):
+they are unknown commands there, as on Valkey."""
 
 from __future__ import annotations
 
@@ -12,10 +13,6 @@ from fakekey.core.registry import command
 from fakekey.resp.replies import OK, ReplyError
 
 G = "server"
-DISABLED = ReplyError(
-    "ERR FAKEKEY commands are disabled. Start the server with "
-    "'--enable-fakekey-commands yes' to use them."
-)
 CLOCK_NEGATIVE = ReplyError("ERR clock time must be non-negative")
 CLOCK_BACKWARDS = ReplyError("ERR the clock only moves forward")
 # SET past MAX_MS is refused by the integer parser itself; ADVANCE checks the sum.
@@ -27,8 +24,6 @@ CLOCK_PAST_MAX = ReplyError(f"ERR clock time is out of range, it must be at most
          "(GET | SET ms | ADVANCE ms | REAL).")
 def fakekey_clock(c: Client, argv: list[bytes]) -> Any:
     state = c.state
-    if not state.fakekey_enabled:
-        raise DISABLED
     sub = argv[1].upper()
     if sub == b"GET" and len(argv) == 2:
         return state.clock.now_ms()
@@ -74,8 +69,6 @@ WAKES_HELP = [
          "(GET | RESET | HELP).")
 def fakekey_wakes(c: Client, argv: list[bytes]) -> Any:
     state = c.state
-    if not state.fakekey_enabled:
-        raise DISABLED
     sub = argv[1].upper()
     if sub == b"GET" and len(argv) == 2:
         return state.wakes.report().reply()

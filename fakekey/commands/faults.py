@@ -1,13 +1,12 @@
 """FAKEKEY.FAULT: faults on demand, from any client (docs/faults.md). The rules and their
 matching are core/faults.py's; what an action does to a connection, and the network switch,
-are net/faults.py's. Off with `enable-fakekey-commands no`, like the other FAKEKEY.* commands."""
+are net/faults.py's. Absent with `enable-fakekey-commands no`, like the other FAKEKEY.* commands."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from fakekey.commands.args import help_lines
-from fakekey.commands.fakekey import DISABLED
 from fakekey.core.client import Client
 from fakekey.core.faults import MAX_MS, bounded_int, parse_rule
 from fakekey.core.registry import command
@@ -45,8 +44,6 @@ NO_NETWORK = ReplyError("ERR this server has no network to take down")
          "LATENCY | NETWORK | HELP).")
 def fakekey_fault(c: Client, argv: list[bytes]) -> Any:
     state = c.state
-    if not state.fakekey_enabled:
-        raise DISABLED
     faults = state.faults
     faults.note_controller(c)
     sub = argv[1].upper()

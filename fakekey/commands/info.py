@@ -362,9 +362,14 @@ def info_cpu(state: ServerState) -> InfoLines:
     ]
 
 
+# a module's options as INFO modules shows them (Valkey 9.1's Lua engine is a module)
+MODULE_OPTIONS = {"lua": "handle-repl-async-load|handle-atomic-slot-migration"}
+
+
 def info_modules(state: ServerState) -> InfoLines:
     return [
-        f"module:name={name},ver={version},api=1,filters=0,usedby=[],using=[],options=[]"
+        f"module:name={name},ver={version},api=1,filters=0,usedby=[],using=[],"
+        f"options=[{MODULE_OPTIONS.get(name, '')}]"
         for name, version in state.modules()
     ]
 

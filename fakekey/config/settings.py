@@ -8,6 +8,7 @@ fakekey has no behaviour for are still accepted, validated and shown, as Valkey 
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import locale
 import os
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakekey.codecs.glob import glob_match
+from fakekey.config.directives import BAD_DIRECTIVE, Directives
 from fakekey.config.limits import maxclients_applier
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
@@ -784,6 +786,8 @@ class Config:
         self.epoch = 0
         self._saw_save = False
         self.user_directives: list[list[str]] = []  # `user <name> rules...` (fakekey/core/users.py)
+        # rename-command, loadmodule and the other directives that are no settings
+        self.directives = Directives()
         pairs = overrides.items() if isinstance(overrides, dict) else (overrides or ())
         for name, value in pairs:
             self.set_at_startup(name, value)
@@ -797,13 +801,11 @@ class Config:
     def set_at_startup(self, name: str, value: str | Sequence[str]) -> None:
         """A command-line or config-file directive: `value` is its words (a str is one
         word). A multi-word setting given one non-empty word splits it at spaces."""
-        if name.lower() == "user":  # an ACL user: the server's users check and load it
-            self.user_directives.append([value] if isinstance(value, str) else list(value))
-            return
+        words = [value] if isinstance(value, str) else list(value)
         setting = BY_NAME.get(name.lower())
         if setting is None:
-            raise ConfigError("Bad directive or wrong number of arguments")
-        words = [value] if isinstance(value, str) else list(value)
+            self._take_directive(name.lower(), words)
+            return
         if setting.multi_arg and len(words) == 1 and words[0]:
             words = words[0].split()
         elif not setting.multi_arg and len(words) != 1:
@@ -813,6 +815,19 @@ class Config:
             parsed = _merge_save_at_startup(self.values["save"], parsed, not self._saw_save)
             self._saw_save = True
         self.values[setting.name] = parsed
+
+    def _take_directive(self, name: str, words: list[str]) -> None:
+        """A directive that is no setting, in Valkey's order: the deprecated ones, then
+        rename-command, user, loadmodule, module configurations, sentinel."""
+        try:
+            if self.directives.take(name, words):
+                return
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        if name == "user" and words:  # an ACL user: the server's users check and load it
+            self.user_directives.append(words)
+            return
+        raise ConfigError(BAD_DIRECTIVE)
 
     def _parse(self, setting: Setting, words: list[str]) -> Any:
         value = setting.parse(words)
@@ -902,6 +917,25 @@ class Config:
             for undo, undone in reversed(done):
                 undo(old[undone.name], self.values[undone.name])
             raise _set_failed(name.lower(), error)
+
+
+def setting_error(name: str, value: Any, err: ConfigError, keyword: bool = False) -> ConfigError:
+    """A refused setting's error naming it and its value as given (`maxmemory_polcy='x'`
+    for a keyword argument, `maxmemory-polcy 'x'` for a directive), with the nearest
+    setting's name when there is no such setting."""
+    shown = f"{name}={value!r}" if keyword else f"{name} {value!r}"
+    nearest = nearest_setting(name) if str(err) == BAD_DIRECTIVE else None
+    hint = "" if nearest is None else f" (did you mean {nearest.replace('-', '_') if keyword else nearest}?)"
+    return ConfigError(f"{shown}: {err}{hint}")
+
+
+def nearest_setting(name: str) -> str | None:
+    """The setting whose name is nearest to `name` (one that is not a setting), if any."""
+    dashed = name.replace("_", "-").lower()
+    if dashed in BY_NAME:
+        return None
+    close = difflib.get_close_matches(dashed, [s.name for s in SETTINGS], n=1)
+    return close[0] if close else None
 
 
 def _set_failed(name: str, why: str) -> ConfigError:

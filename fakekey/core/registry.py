@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from fakekey.commands.doc_data import CommandDocs
 
 Handler = Callable[..., Any]
+FAKEKEY_PREFIX = "fakekey."  # fakekey's own commands (FAKEKEY.CLOCK ...), which Valkey has not
 
 # Flags that make Valkey add an implicit ACL category (setImplicitACLCategories).
 _IMPLICIT_CATEGORIES = (
@@ -253,14 +254,46 @@ class Registry:
         """A server's counters, one per command and subcommand, by `Command.index`."""
         return [CommandStats() for _ in range(self.size)]
 
+    def view(self) -> Registry:
+        """A server's own table of the same commands (shared, not copied), which it may
+        rename or remove commands from: the declarations stay as they are."""
+        table = Registry()
+        table.commands = dict(self.commands)
+        table.modules = self.modules
+        table.size = self.size
+        table.complete = self.complete
+        return table
+
     def without_modules(self) -> Registry:
-        """A registry of the same commands less the emulated modules' (a server started
-        with its module turned off). The commands are shared, not copied."""
-        view = Registry()
-        view.commands = {name: cmd for name, cmd in self.commands.items() if not cmd.module}
-        view.size = self.size
-        view.complete = self.complete
-        return view
+        """A table of the same commands less the emulated modules' (a server started
+        with its module turned off)."""
+        table = self.view()
+        table.remove(lambda cmd: bool(cmd.module))
+        table.modules = {}
+        return table
+
+    def remove(self, unwanted: Callable[[Command], bool]) -> None:
+        """Take the commands `unwanted` picks out of this table (a view, never REGISTRY)."""
+        assert self is not REGISTRY, "the declarations are read-only"
+        self.commands = {name: cmd for name, cmd in self.commands.items() if not unwanted(cmd)}
+
+    def rename(self, old: str, new: str) -> None:
+        """rename-command: the command `old` answers to `new` from now on, or to nothing
+        when `new` is "" (as Valkey renames at startup: in any case, one command at a
+        time, a subcommand is no command here). Replies still name it by its own name
+        (COMMAND INFO, arity errors, INFO commandstats), as Valkey's do. A module's verbs
+        load after the config file, so there are none to rename yet."""
+        assert self is not REGISTRY, "the declarations are read-only"
+        key = old.encode("utf-8", "surrogateescape").lower()
+        cmd = self.commands.get(key)
+        if cmd is None or cmd.module:
+            raise ValueError("No such command in rename-command")
+        del self.commands[key]
+        if new:
+            target = new.encode("utf-8", "surrogateescape").lower()
+            if target in self.commands:
+                raise ValueError("Target command name already exists")
+            self.commands[target] = cmd
 
 
 REGISTRY = Registry()

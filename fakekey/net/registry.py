@@ -1,6 +1,6 @@
 """The whole command table a server runs: the built-in families, then the emulated
 modules' verbs, then COMMAND DOCS' data. Loaded once per process; each server then keeps
-what it counts and caches on its own state."""
+its own table of them (`server_commands`) and what it counts and caches on its own state."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import importlib
 
 from fakekey import commands, modules
 from fakekey.commands import doc_data
-from fakekey.core.registry import REGISTRY, Registry
+from fakekey.config.settings import Config, ConfigError
+from fakekey.core.registry import FAKEKEY_PREFIX, REGISTRY, Command, Registry
 
 
 def load_all() -> Registry:
@@ -21,3 +22,28 @@ def load_all() -> Registry:
         doc_data.attach(REGISTRY)  # COMMAND DOCS' argument trees, from fakekey/data
         REGISTRY.complete = True
     return REGISTRY
+
+
+def is_fakekey_command(cmd: Command) -> bool:
+    return cmd.name.startswith(FAKEKEY_PREFIX)
+
+
+def server_commands(config: Config) -> Registry:
+    """The table of a server with this configuration (Valkey's server.commands): every
+    declared command, less FAKEKEY.* with enable-fakekey-commands no and less the
+    emulated module's verbs with enable-emq-module no (then it is a plain Valkey's
+    table), renamed or removed by its rename-command lines in their order."""
+    declared = load_all()
+    if config["enable-fakekey-commands"] and config["enable-emq-module"] and not config.directives.renames:
+        return declared  # every command as declared: no table of its own to make
+    table = declared.view()
+    if not config["enable-fakekey-commands"]:
+        table.remove(is_fakekey_command)
+    if not config["enable-emq-module"]:
+        table = table.without_modules()
+    for old, new in config.directives.renames:
+        try:
+            table.rename(old, new)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+    return table

@@ -15,9 +15,11 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Final
 
+from fakekey.config.directives import StartupRefused, startup_refusal
 from fakekey.config.limits import adjust_open_files_limit
-from fakekey.config.settings import Config
+from fakekey.config.settings import Config, ConfigError, setting_error
 from fakekey.core.client import Client
+from fakekey.core.cluster import enable_cluster
 from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST
 from fakekey.core.monitor import log_command, request_size
 from fakekey.core.outbuf import (
@@ -30,12 +32,11 @@ from fakekey.core.outbuf import (
     bulk_wire,
     resized_buffer,
 )
-from fakekey.core.cluster import enable_cluster
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
 from fakekey.core.wakes import WakeReport
 from fakekey.modules.emq.timers import rearm_after_load
 from fakekey.net.faults import NEXT, NOT_TAKEN, ServerFaults, take_request
-from fakekey.net.registry import load_all
+from fakekey.net.registry import server_commands
 from fakekey.persistence.manager import Persistence
 from fakekey.resp.parser import ProtocolError
 from fakekey.resp.replies import NO_REPLY, QUEUED, ReplyError
@@ -808,7 +809,8 @@ def _listen_on(host: str, port: int) -> socket.socket:
 def new_state(config: Config | None = None) -> ServerState:
     """A server's logical state with every command family loaded: what a Server runs,
     and what tests and benchmarks drive without a network."""
-    return ServerState(load_all(), config)
+    config = config or Config()
+    return ServerState(server_commands(config), config)
 
 
 class Server:
@@ -835,7 +837,7 @@ class Server:
             host = _url_host(bind if isinstance(bind, str) else " ".join(bind))
         directives.append(("port", str(port)))
         self.host = host
-        self.state = new_state(Config(directives))
+        self.state = new_state(_config_of(directives, settings))
         self._requested_port = port
         self.port = port
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -910,7 +912,11 @@ class Server:
     # --- lifecycle ------------------------------------------------------------------------
 
     async def start_async(self) -> Server:
-        """Start serving in the running event loop."""
+        """Start serving in the running event loop (a `loadmodule` refuses to start, as
+        Valkey's start fails on a module it cannot load: StartupRefused)."""
+        refusal = startup_refusal(self.state.config.directives)
+        if refusal:
+            raise StartupRefused(refusal)
         self._loop = asyncio.get_running_loop()
         state = self.state
         state.loop, state.loop_ident = self._loop, threading.get_ident()
@@ -1102,6 +1108,19 @@ def _unix_ms(at: datetime.datetime | int) -> int:
     if isinstance(at, datetime.datetime):
         return round(at.timestamp() * 1000)
     return int(at)
+
+
+def _config_of(directives: list[tuple[str, Any]], keywords: dict[str, Any]) -> Config:
+    """The configuration of these directives; one it refuses raises ConfigError naming
+    the setting and the value, as given (a keyword argument by its keyword)."""
+    config = Config()
+    spelled = {name.replace("_", "-"): name for name in keywords}
+    for name, value in directives:
+        try:
+            config.set_at_startup(name, value)
+        except ConfigError as err:
+            raise setting_error(spelled.get(name, name), value, err, keyword=name in spelled) from None
+    return config
 
 
 def _config_text(value: Any) -> str:

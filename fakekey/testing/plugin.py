@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -33,6 +33,7 @@ from fakekey.net.server import Server
 from fakekey.testing.servers import (
     RunningServer,
     ServerPool,
+    SettingsError,
     TargetSkip,
     parse_targets,
     target_id,
@@ -47,6 +48,7 @@ MARKERS = (
     "(decode_responses=True, protocol=3, ...)",
 )
 SCOPES = ("function", "session")
+T = TypeVar("T")
 _POOL = pytest.StashKey[ServerPool]()
 _TARGETS = pytest.StashKey[list[str]]()
 
@@ -124,10 +126,7 @@ def fakekey_running(request: pytest.FixtureRequest, fakekey_target: str) -> Iter
     not_fakekey = f"needs fakekey (target: {target_id(fakekey_target)})"
     if fakekey_only and fakekey_target == "valkey":
         pytest.skip(not_fakekey)  # before starting a server for nothing
-    try:
-        running, own = pool.for_test(fakekey_target, settings)
-    except TargetSkip as reason:
-        pytest.skip(str(reason))
+    running, own = _server_or_skip(lambda: pool.for_test(fakekey_target, settings))
     try:
         if fakekey_only and not running.is_fakekey:  # a URL target may be fakekey
             pytest.skip(not_fakekey)
@@ -135,6 +134,18 @@ def fakekey_running(request: pytest.FixtureRequest, fakekey_target: str) -> Iter
     finally:
         if own:
             running.stop()
+
+
+def _server_or_skip(start: Callable[[], T]) -> T:
+    """start(): a server for the test; a target that cannot serve it skips the test, and
+    settings no server takes fail it (on every target: they are the test's mistake)."""
+    try:
+        return start()
+    except TargetSkip as reason:
+        pytest.skip(str(reason))
+    except SettingsError as err:
+        failure = str(err)
+    pytest.fail(failure, pytrace=False)  # out of the except: no chained traceback to read
 
 
 @pytest.fixture
@@ -160,10 +171,7 @@ def fakekey_factory(request: pytest.FixtureRequest,
     started: list[RunningServer] = []
 
     def start(**settings: Any) -> Server | RunningServer:
-        try:
-            running = pool.dedicated(fakekey_target, settings)
-        except TargetSkip as reason:
-            pytest.skip(str(reason))
+        running = _server_or_skip(lambda: pool.dedicated(fakekey_target, settings))
         started.append(running)
         return running.server or running
 

@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+from fakekey._version import VALKEY_VERSION
+from fakekey.config.directives import StartupRefused, is_directive
+from fakekey.config.settings import BY_NAME, ConfigError, nearest_setting
 from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import ValkeyTarget, find_valkey_binary, free_port, server_flags
@@ -21,6 +24,11 @@ URL_SCHEMES = ("redis://", "valkey://")  # plain TCP: RawClient speaks no TLS
 
 class TargetSkip(Exception):
     """This target cannot serve this test; the message is the skip reason."""
+
+
+class SettingsError(Exception):
+    """Settings no server takes (a name Valkey has no setting of, or a value the target
+    refuses): the test's own mistake, an error on every target, never a skip."""
 
 
 def parse_targets(spec: str) -> list[str]:
@@ -43,6 +51,25 @@ def parse_targets(spec: str) -> list[str]:
 def target_id(name: str) -> str:
     """The test id part for a target: `fakekey`, `valkey`, or `url`."""
     return "url" if name.startswith(URL_SCHEMES) else name
+
+
+def check_setting_names(settings: dict[str, Any]) -> None:
+    """Every name must be one of Valkey's settings (or fakekey's own, or a directive
+    Valkey takes, such as a deprecated one it ignores), whatever the target: a typo must
+    not pass unseen where a target would skip the test."""
+    for name, value in settings.items():
+        directive = name.replace("_", "-").lower()
+        if directive in BY_NAME or is_directive(directive):
+            continue
+        nearest = nearest_setting(directive)
+        hint = f"; did you mean {nearest.replace('-', '_')}?" if nearest else ""
+        raise SettingsError(f"unknown setting {name}={value!r}: Valkey {VALKEY_VERSION} has no "
+                            f"setting {directive}{hint}")
+
+
+def fakekey_own_settings(settings: dict[str, Any]) -> list[str]:
+    """The settings given that only fakekey has (enable-fakekey-commands ...)."""
+    return [name for name in settings if (s := BY_NAME.get(name.replace("_", "-").lower())) and s.own]
 
 
 def setting_flags(settings: dict[str, Any]) -> list[str]:
@@ -112,7 +139,10 @@ def _expect_ok(reply: tuple[str, Any], what: str) -> None:
 
 
 def start_fakekey(settings: dict[str, Any]) -> RunningServer:
-    server = Server(**settings).start()
+    try:
+        server = Server(**settings).start()
+    except (ConfigError, StartupRefused) as err:  # names the setting and the value
+        raise SettingsError(f"fakekey refused the settings: {err}") from None
     return RunningServer("fakekey", server.host, server.port, settings.get("requirepass"),
                          server=server, is_fakekey=True, _stop=server.stop)
 
@@ -137,7 +167,7 @@ class SettingsValkey(ValkeyTarget):
             self.proc = None
             output = log_path.read_text(errors="replace")
             if "Address already in use" not in output:
-                raise TargetSkip(f"valkey-server refused the settings {self.settings}: {_refusal(output)}")
+                raise SettingsError(f"valkey-server refused the settings {self.settings}: {_refusal(output)}")
         raise RuntimeError("valkey-server found no free port")
 
     def _wait_ready(self) -> bool:
@@ -212,9 +242,16 @@ class ServerPool:
         return running, False
 
     def dedicated(self, target: str, settings: dict[str, Any]) -> RunningServer:
-        """A server of its own for the test (or `fakekey_factory`) with these settings."""
+        """A server of its own for the test (or `fakekey_factory`) with these settings:
+        an unknown name is a SettingsError on every target; fakekey's own settings skip
+        the test on a real Valkey."""
+        check_setting_names(settings)
         if target == "fakekey":
             return start_fakekey(settings)
+        own = fakekey_own_settings(settings)
+        if target == "valkey" and own:
+            shown = ", ".join(f"{name}={settings[name]!r}" for name in own)
+            raise TargetSkip(f"fakekey's own settings, which valkey-server has not: {shown}")
         if target == "valkey":
             return start_valkey(settings)
         raise TargetSkip(f"cannot start a server with its own settings on a URL target ({target})")

@@ -68,6 +68,38 @@ def test_cluster_keyslot_answers_without_cluster_support(r, key, slot):
     assert r.call("CLUSTER", "KEYSLOT", key) == (":", slot)
 
 
+@pytest.fixture(scope="module")
+def plain_fakekey(both):
+    """fakekey with its own commands and its module off, beside the shared valkey."""
+    from fakekey.testing.targets import FakekeyTarget
+
+    server = FakekeyTarget("--enable-fakekey-commands", "no", "--enable-emq-module", "no")
+    server.start()
+    f, v = server.raw(2), both[1].raw(2)
+    yield f, v
+    f.close()
+    v.close()
+    server.stop()
+
+
+PLAIN_PROBES = [
+    ("COMMAND", "COUNT"), ("MODULE", "LIST"), ("INFO", "modules"), ("FAKEKEY.CLOCK", "GET"),
+    ("COMMAND", "INFO", "fakekey.clock"), ("COMMAND", "DOCS", "fakekey.clock"),
+    ("COMMAND", "LIST", "FILTERBY", "PATTERN", "fakekey.*"),
+    ("COMMAND", "LIST", "FILTERBY", "MODULE", "trafikey"), ("EMQ.CAPS", "0"),
+]
+
+
+def test_without_its_own_commands_and_module_fakekey_lists_what_valkey_lists(plain_fakekey):
+    f, v = plain_fakekey
+    assert command_list(f) == command_list(v)
+    for probe in PLAIN_PROBES:
+        assert f.call(*probe) == v.call(*probe), probe
+    dangerous = ("ACL", "CAT", "dangerous")
+    assert sorted(plain(f.call(*dangerous))) == sorted(plain(v.call(*dangerous)))
+    assert len(plain(f.call("COMMAND"))) == len(plain(v.call("COMMAND")))
+
+
 def test_command_count_agrees_with_the_lists(r2):
     names = command_list(r2)
     top_level = [n for n in names if "|" not in n]

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from fakekey.net.server import Server
 from fakekey.testing.targets import find_valkey_binary
 
 pytest_plugins = ["pytester"]
@@ -36,8 +37,12 @@ def test_settings_apply_and_the_client_authenticates(fakekey_server, fakekey_cli
 
 @pytest.mark.fakekey(enable_fakekey_commands=False)
 def test_a_fakekey_setting(fakekey_client):
-    with pytest.raises(redis.ResponseError, match="disabled"):
+    with pytest.raises(redis.ResponseError, match="unknown command 'FAKEKEY.CLOCK'"):
         fakekey_client.execute_command("FAKEKEY.CLOCK", "GET")
+
+@pytest.mark.fakekey(dynamic_hz="yes")
+def test_a_deprecated_setting_is_ignored(fakekey_client):
+    assert fakekey_client.config_get("dynamic-hz") == {}
 
 def test_the_next_test_has_the_defaults(fakekey_client):
     assert fakekey_client.config_get("notify-keyspace-events") == {"notify-keyspace-events": ""}
@@ -48,12 +53,64 @@ def test_the_next_test_has_the_defaults(fakekey_client):
 def test_settings_marker_on_both_targets(pytester):
     pytester.makepyfile(SETTINGS)
     result = pytester.runpytest("-v", "-rs", "--fakekey-target", "both")
-    result.assert_outcomes(passed=5, skipped=1)
+    result.assert_outcomes(passed=7, skipped=1)
     result.stdout.fnmatch_lines_random([
         "*test_settings_apply_and_the_client_authenticates?valkey? PASSED*",
         "*test_a_fakekey_setting?valkey? SKIPPED*",
-        "SKIPPED*valkey-server refused the settings {'enable_fakekey_commands': False}*",
+        "SKIPPED*fakekey's own settings, which valkey-server has not: enable_fakekey_commands=False*",
     ])
+
+
+WRONG_SETTINGS = """
+import pytest
+
+@pytest.mark.fakekey(maxmemory_polcy="allkeys-lru")
+def test_a_typo(fakekey_client):
+    pass
+
+@pytest.mark.fakekey(maxmemory_policy="nope")
+def test_a_bad_value(fakekey_client):
+    pass
+
+def test_a_typo_in_the_factory(fakekey_factory):
+    fakekey_factory(maxmemroy="1mb")
+"""
+TYPO = ("unknown setting maxmemory_polcy='allkeys-lru': Valkey 9.1.2 has no setting "
+        "maxmemory-polcy; did you mean maxmemory_policy?")
+FACTORY_TYPO = ("unknown setting maxmemroy='1mb': Valkey 9.1.2 has no setting maxmemroy; "
+                "did you mean maxmemory?")
+
+
+@needs_valkey
+def test_settings_valkey_has_not_fail_on_every_target(pytester):
+    """A typo is the test's error on fakekey and on valkey alike (never a skip), and says
+    which setting and which value; so is a value the target refuses."""
+    pytester.makepyfile(WRONG_SETTINGS)
+    result = pytester.runpytest("--fakekey-target", "both")
+    result.assert_outcomes(errors=4, failed=2)
+    result.stdout.fnmatch_lines([
+        "*ERROR at setup of test_a_typo?fakekey?*", TYPO,
+        "*ERROR at setup of test_a_typo?valkey?*", TYPO,
+        "*ERROR at setup of test_a_bad_value?fakekey?*",
+        "fakekey refused the settings: maxmemory_policy='nope': argument(s) must be one of the "
+        "following: volatile-lru, *",
+        "*ERROR at setup of test_a_bad_value?valkey?*",
+        "valkey-server refused the settings {'maxmemory_policy': 'nope'}: >>> 'maxmemory-policy "
+        "\"nope\"' argument(s) must be one of the following: volatile-lru, *",
+        "*test_a_typo_in_the_factory?fakekey?*", FACTORY_TYPO,
+        "*test_a_typo_in_the_factory?valkey?*", FACTORY_TYPO,
+    ])
+
+
+def test_a_typo_fails_on_a_url_target_too(pytester):
+    """There a server with settings of its own cannot be started (a skip), but a name
+    Valkey has not is still the test's error."""
+    pytester.makepyfile(WRONG_SETTINGS)
+    with Server() as server:
+        result = pytester.runpytest("--fakekey-target", server.url)
+    result.assert_outcomes(errors=1, failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_a_typo *", TYPO, "*test_a_typo_in_the_factory*",
+                                 FACTORY_TYPO])
 
 
 FACTORY = """

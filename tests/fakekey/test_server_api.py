@@ -10,6 +10,8 @@ import pytest
 import redis
 
 from fakekey import Server
+from fakekey.config.directives import StartupRefused
+from fakekey.config.settings import ConfigError
 from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import free_port
 
@@ -99,12 +101,17 @@ def test_fakekey_clock_command(fakekey_client):
     assert abs(c.execute_command("FAKEKEY.CLOCK", "GET") - time.time() * 1000) < 1000
 
 
-def test_fakekey_commands_can_be_disabled():
-    with Server(enable_fakekey_commands=False) as server:
-        client = RawClient(server.host, server.port)
-        kind, message = client.call("FAKEKEY.CLOCK", "GET")
-        assert kind == "-" and b"disabled" in message
-        client.close()
+def test_fakekey_commands_can_be_left_out():
+    """As on Valkey: unknown commands, absent from COMMAND and from scripts."""
+    with Server(enable_fakekey_commands=False) as server, RawClient(server.host, server.port) as client:
+        assert client.call("FAKEKEY.CLOCK", "GET") == (
+            "-", b"ERR unknown command 'FAKEKEY.CLOCK', with args beginning with: 'GET' ")
+        assert client.call("COMMAND", "INFO", "fakekey.clock") == ("*", [("$", None)])
+        assert client.call("COMMAND", "DOCS", "fakekey.clock") == ("*", [])
+        names = [name for _kind, name in client.call("COMMAND", "LIST")[1]]
+        assert not [name for name in names if name.startswith(b"fakekey.")]
+        assert client.call("EVAL", "return redis.call('fakekey.clock', 'GET')", 0)[1].startswith(
+            b"ERR Unknown command called from script")
 
 
 def test_clock_fixture_is_frozen(fakekey_clock, fakekey_client):
@@ -159,3 +166,27 @@ def test_cli_rejects_unknown_setting():
     )
     assert proc.returncode == 1
     assert b"FATAL CONFIG FILE ERROR" in proc.stderr
+
+
+def test_a_setting_it_refuses_is_named_with_its_value():
+    """Server(**settings) says which setting, with which value, and why (Valkey's reason)."""
+    with pytest.raises(ConfigError, match=r"^maxmemory_polcy='allkeys-lru': Bad directive or wrong "
+                       r"number of arguments \(did you mean maxmemory_policy\?\)$"):
+        Server(maxmemory_polcy="allkeys-lru")
+    with pytest.raises(ConfigError, match=r"^maxmemory_policy='nope': argument\(s\) must be one of "):
+        Server(maxmemory_policy="nope")
+    with pytest.raises(ConfigError, match=r"^hz 'x': argument couldn't be parsed into an integer$"):
+        Server(config={"hz": "x"})
+    with pytest.raises(ConfigError, match=r"^rename-command \['get'\]: Bad directive or wrong number"):
+        Server(config=[("rename-command", ["get"])])
+
+
+def test_the_directives_valkey_takes_besides_settings():
+    """Deprecated names are ignored, rename-command renames, loadmodule refuses to start."""
+    with Server(dynamic_hz="yes", config=[("rename-command", ["get", "fetch"])]) as server, \
+            RawClient(server.host, server.port) as client:
+        assert client.call("CONFIG", "GET", "dynamic-hz") == ("*", [])
+        client.call("SET", "k", "v")
+        assert client.call("FETCH", "k") == ("$", b"v")
+    with pytest.raises(StartupRefused, match="^Module /nonexistent/m.so failed to load: "):
+        Server(loadmodule="/nonexistent/m.so").start()

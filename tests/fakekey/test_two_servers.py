@@ -110,3 +110,27 @@ def test_module_switch_is_per_server() -> None:
         assert rf.execute_command("EMQ.CAPS", 0)
         rp.close()
         rf.close()
+
+
+def test_renamed_and_removed_commands_are_per_server() -> None:
+    """rename-command and enable-fakekey-commands change one server's table, never the
+    declarations another server (or the next one) is made from."""
+    renamed = [("rename-command", ["get", "fetch"]), ("rename-command", ["flushall", ""])]
+    with Server(config=renamed, enable_fakekey_commands="no") as one, Server() as other:
+        r1, r2 = redis.Redis.from_url(one.url), redis.Redis.from_url(other.url)
+        r1.set("k", "1")
+        r2.set("k", "2")
+        assert r1.execute_command("FETCH", "k") == b"1"
+        assert r2.get("k") == b"2"
+        with pytest.raises(redis.ResponseError, match="unknown command 'GET'"):
+            r1.get("k")
+        with pytest.raises(redis.ResponseError, match="unknown command 'FETCH'"):
+            r2.execute_command("FETCH", "k")
+        with pytest.raises(redis.ResponseError, match="unknown command 'FAKEKEY.CLOCK'"):
+            r1.execute_command("FAKEKEY.CLOCK", "GET")
+        assert r2.execute_command("FAKEKEY.CLOCK", "GET") > 0
+        assert r2.flushall()
+        r1.close()
+        r2.close()
+    with Server() as later, redis.Redis.from_url(later.url) as r3:
+        assert r3.execute_command("FAKEKEY.CLOCK", "GET") > 0  # the next server has them all
