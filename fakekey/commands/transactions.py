@@ -10,10 +10,11 @@ from typing import Any
 from fakekey.core.client import Client
 from fakekey.core.registry import command, keys_range
 from fakekey.core.transactions import end_transaction, run_queued, watched_key_expired
-from fakekey.resp.replies import NULL_ARRAY, OK, ReplyError
+from fakekey.resp.replies import NO_REPLY, NULL_ARRAY, OK, ReplyError
 
 G = "transactions"
 EXECABORT = ReplyError("EXECABORT Transaction discarded because of previous errors.")
+FREE_LATER_AT = 1024  # queued commands
 
 
 @command("multi", 1, "noscript loading stale fast no_multi allow_busy", acl="transaction",
@@ -50,7 +51,12 @@ def exec_(c: Client, argv: list[bytes]) -> Any:
         return NULL_ARRAY
     queue = c.multi_queue
     end_transaction(c)
-    return run_queued(c, queue, 0, [])
+    reply = run_queued(c, queue, 0, [])
+    if reply is not NO_REPLY and len(queue) > FREE_LATER_AT:
+        # a long queue's requests are freed in slices after the reply, not inside EXEC
+        # (a million of them take 0.1 s to free); a BUSY script's resume still needs it
+        c.state.reclaimer.hand(queue, 0)
+    return reply
 
 
 @command("watch", -2, "noscript loading stale fast no_multi allow_busy", acl="transaction",
