@@ -4,6 +4,9 @@
     echo "maxmemory 1mb" | fakekey-server -          settings from stdin too
     fakekey-server --port 0 [--port-file PATH]      a free port, announced when listening
     fakekey-server --daemonize yes [--pidfile PATH] [--logfile PATH]
+    fakekey-server --cluster-primaries 3 [--cluster-replicas 1] [--port 7000]
+                                                    a cluster in one process, on the port
+                                                    and those after it (0: free ports)
     fakekey-server -v | --version
     fakekey-server -h | --help
 
@@ -11,6 +14,7 @@ Every `--name value` is a setting (as in a config file line `name value`). Once 
 one line goes to stdout for harnesses to read:
 
     fakekey ready port=PORT pid=PID url=redis://HOST:PORT
+    fakekey ready ports=PORT,PORT,... pid=PID url=redis://HOST:PORT     (a cluster)
 
 SIGTERM, SIGINT and SHUTDOWN stop the server cleanly (exit status 0).
 """
@@ -44,8 +48,9 @@ from fakekey.config.settings import Config, ConfigError
 from fakekey.core.monitor import quote
 from fakekey.core.registry import Registry
 from fakekey.core.users import check_user_directive
+from fakekey.net.cluster import Cluster
 from fakekey.net.registry import load_all
-from fakekey.net.server import Server, new_event_loop
+from fakekey.net.server import Server, _url_host, new_event_loop
 from fakekey.persistence.snapshot import LoadError
 from fakekey.resp.splitargs import split_args
 
@@ -123,6 +128,8 @@ class Launch:
     """What the command line asks of the process around the server (not server settings)."""
 
     port_file: str | None = None
+    cluster_primaries: int = 0  # --cluster-primaries N: a fakekey.Cluster instead of one server
+    cluster_replicas: int = 0
     pidfile: str | None = None
     ready_fd: int | None = None  # the daemon's line back to the process that launched it
     written: list[str] = field(default_factory=list)  # files to remove at a clean exit
@@ -136,9 +143,31 @@ def take_launch_directives(directives: list[Directive]) -> tuple[list[Directive]
     for name, words in directives:
         if name == "port-file":
             launch.port_file = port_file_of(words)
+        elif name in CLUSTER_LAUNCH:
+            count = count_of(words, CLUSTER_LAUNCH[name])
+            if name == "cluster-primaries":
+                launch.cluster_primaries = count
+            else:
+                launch.cluster_replicas = count
         else:
             settings.append((name, words))
     return settings, launch
+
+
+# fakekey's own: a cluster in this process (the least count each takes)
+CLUSTER_LAUNCH = {"cluster-primaries": 1, "cluster-replicas": 0}
+
+
+def count_of(words: list[str], least: int) -> int:
+    if len(words) != 1:
+        raise ConfigError("wrong number of arguments")
+    try:
+        count = int(words[0])
+    except ValueError:
+        raise ConfigError("argument must be a number") from None
+    if not least <= count <= 100:
+        raise ConfigError(f"argument must be between {least} and 100 inclusive")
+    return count
 
 
 def port_file_of(words: list[str]) -> str:
@@ -222,6 +251,9 @@ def take_line(config: Config, commands: Registry, line: ConfigLine) -> None:
     next may name the new name); raises what Valkey reports of the line."""
     if line.name == "port-file":
         port_file_of(line.words)
+        return
+    if line.name in CLUSTER_LAUNCH:
+        count_of(line.words, CLUSTER_LAUNCH[line.name])
         return
     config.set_at_startup(line.name, line.words)
     if line.name == "user":
@@ -409,6 +441,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         directives = check_directives(read_argv(argv))
         directives, launch = take_launch_directives(directives)
+        if launch.cluster_replicas and not launch.cluster_primaries:
+            raise ConfigError("--cluster-replicas needs --cluster-primaries")
+        if launch.cluster_primaries:
+            return run_cluster(directives, launch)
         server = build_server(directives)
     except UnreadableFile as err:
         early_warning(str(err))
@@ -471,6 +507,51 @@ async def _serve(server: Server, launch: Launch) -> None:
     await server.state.shutdown_requested
     log.info("User requested shutdown...")
     await server.stop_async()
+    log.warning("Valkey is now ready to exit, bye bye...")
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def run_cluster(directives: list[Directive], launch: Launch) -> int:
+    """--cluster-primaries N [--cluster-replicas M]: a whole cluster in this process, on
+    --port and the ports after it (0: free ports), until SIGTERM or SIGINT."""
+    settings = dict(directives)
+    port = int(settings.pop("port", ["6379"])[0])
+    host = _url_host(" ".join(settings.pop("bind", ["127.0.0.1"])))
+    cluster = Cluster(launch.cluster_primaries, launch.cluster_replicas, host=host, port=port,
+                      config=[(name, " ".join(words)) for name, words in settings.items()])
+    log_like_valkey()
+    log_banner()
+    loop = new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        loop.run_until_complete(_serve_cluster(cluster))
+    except OSError:
+        log.warning("Failed listening on the cluster's ports, aborting.")
+        return 1
+    finally:
+        loop.close()
+    return 0
+
+
+async def _serve_cluster(cluster: Cluster) -> None:
+    log.info("Running mode=cluster, %d primaries, %d replicas each.", cluster.primaries_count,
+             cluster.replicas_count)
+    await cluster.start_async()
+    done = asyncio.get_running_loop().create_future()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        asyncio.get_running_loop().add_signal_handler(signum, _settle, done)
+    ports = ",".join(str(node.port) for node in cluster.nodes)
+    log.info("Ready to accept connections tcp")
+    with contextlib.suppress(BrokenPipeError):
+        sys.stdout.write(f"fakekey ready ports={ports} pid={os.getpid()} url={cluster.url}\n")
+        sys.stdout.flush()
+    await done
+    log.info("User requested shutdown...")
+    await cluster.stop_async()
     log.warning("Valkey is now ready to exit, bye bye...")
 
 

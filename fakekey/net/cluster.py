@@ -58,7 +58,8 @@ class Cluster:
     (the others follow it), or 0 for free ports. Settings apply to every node."""
 
     def __init__(self, primaries: int = 3, replicas: int = 0, *, host: str = "127.0.0.1",
-                 port: int = 0, **settings: Any) -> None:
+                 port: int = 0, config: list[tuple[str, Any]] | None = None,
+                 **settings: Any) -> None:
         if primaries < 1:
             raise ValueError("a cluster needs at least one primary")
         if replicas < 0:
@@ -68,6 +69,7 @@ class Cluster:
         self.host = host
         self.first_port = port
         self.settings = settings
+        self.config = config or []  # directives, as Server's config= takes them
         self.nodes: list[Node] = []
         self.bus = Bus()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -125,7 +127,7 @@ class Cluster:
         count = self.primaries_count * (1 + self.replicas_count)
         for i in range(count):
             port = self.first_port + i if self.first_port else 0
-            server = Server(self.host, port, cluster_enabled="yes", **self.settings)
+            server = Server(self.host, port, config=self.config, cluster_enabled="yes", **self.settings)
             server._loop = asyncio.get_running_loop()
             await server.start_async()
             role = "primary" if i < self.primaries_count else "replica"

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 
 from fakekey import VALKEY_VERSION, __version__
 from fakekey.cli import parse_argv
@@ -187,3 +188,38 @@ def test_a_port_file_that_cannot_be_written_stops_the_server(tmp_path: Path) -> 
     out, _ = proc.communicate(timeout=30)
     assert proc.returncode == 1
     assert "Failed to write the port file" in out and "fakekey ready" not in out
+
+
+CLUSTER_READY = re.compile(r"fakekey ready ports=([\d,]+) pid=(\d+) url=(redis://127\.0\.0\.1:\d+)\n")
+
+
+def test_a_cluster_in_one_process_announces_its_ports_and_routes(tmp_path: Path) -> None:
+    proc = start("--cluster-primaries", "3", "--cluster-replicas", "1", "--port", "0", cwd=tmp_path)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            ready = CLUSTER_READY.fullmatch(line)
+            if ready:
+                break
+        else:
+            raise AssertionError(f"no ready line; exit status {proc.wait(10)}")
+        ports = [int(p) for p in ready.group(1).split(",")]
+        assert len(set(ports)) == 6 and ready.group(3).endswith(f":{ports[0]}")
+        first = redis.Redis(port=ports[0])
+        assert first.execute_command("CLUSTER", "KEYSLOT", "foo") == 12182
+        with pytest.raises(redis.exceptions.ResponseError, match=f"12182 127.0.0.1:{ports[2]}"):
+            first.set("foo", "bar")  # slots 10923-16383: the third primary
+        assert redis.Redis(port=ports[2]).set("foo", "bar")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_cluster_launch_flags_are_checked() -> None:
+    bad = subprocess.run([sys.executable, "-m", "fakekey", "--cluster-primaries", "0"],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 1
+    assert "argument must be between 1 and 100 inclusive" in bad.stdout + bad.stderr
