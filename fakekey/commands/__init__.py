@@ -9,6 +9,7 @@ FAMILIES = (
     "config",
     "info",
     "replication",
+    "cluster",
     "memory_latency",
     "introspection",
     "keys",

@@ -135,6 +135,8 @@ def swap_databases(first: Database, second: Database) -> None:
          complexity="O(N) where N is the count of clients watching or blocking on keys "
          "from both databases.", summary="Exchanges the contents of two databases.")
 def swapdb(c: Client, argv: list[bytes]) -> Any:
+    if c.state.cluster is not None:  # before its arguments are read, as Valkey
+        raise ReplyError("ERR SWAPDB is not allowed in cluster mode")
     dbs = c.state.dbs
     first = parse_swap_index(argv[1], "first")
     second = parse_swap_index(argv[2], "second")

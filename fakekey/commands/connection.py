@@ -20,7 +20,7 @@ G = "connection"
 def ping(c: Client, argv: list[bytes]) -> Any:
     if len(argv) > 2:
         raise ReplyError("ERR wrong number of arguments for 'ping' command")
-    if c.subscriptions and c.protocol == 2:
+    if (c.subscriptions or c.shard_channels) and c.protocol == 2:
         return [b"pong", argv[1] if len(argv) == 2 else b""]
     return argv[1] if len(argv) == 2 else PONG
 
@@ -65,6 +65,7 @@ def reset(c: Client, argv: list[bytes]) -> Any:
     c.reply_mode = "on"
     c.no_evict = False
     c.no_touch = False
+    c.cluster_readonly = c.asking = False
     set_default_user(c)
     return Simple(b"RESET")
 

@@ -427,7 +427,7 @@ def info_errorstats(state: ServerState) -> InfoLines:
 
 
 def info_cluster(state: ServerState) -> InfoLines:
-    return ["cluster_enabled:0"]
+    return [f"cluster_enabled:{0 if state.cluster is None else 1}"]
 
 
 def average_ttl(db: Database, now: int) -> int:

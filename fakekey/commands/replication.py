@@ -1,21 +1,20 @@
-"""Replication and cluster-mode commands as a lone primary without cluster support answers
-them: READONLY, READWRITE, ASKING, REPLICAOF/SLAVEOF, REPLCONF, SYNC/PSYNC, FAILOVER,
-WAITAOF, and CLUSTER (every subcommand refused but KEYSLOT) and CLUSTERSCAN.
+"""Replication commands as a lone primary answers them: REPLICAOF/SLAVEOF, REPLCONF,
+SYNC/PSYNC, FAILOVER and WAITAOF (the cluster commands are in commands/cluster.py).
 
 fakekey keeps no replication link: `REPLICAOF host port` (after Valkey's checks) is
 refused with an error that says so, where Valkey would start replicating; SYNC/PSYNC send
 the data set as Valkey's RDB file, but no replication stream after it
-(docs/differences.md)."""
+(docs/differences.md). In cluster mode REPLICAOF and FAILOVER are refused, as Valkey
+refuses them there."""
 
 from __future__ import annotations
 
-import binascii
 import struct
 from typing import TYPE_CHECKING, Any
 
 from fakekey.commands.args import SYNTAX, try_int
 from fakekey.core.client import Client
-from fakekey.core.registry import command, container, keys_range
+from fakekey.core.registry import command
 from fakekey.persistence import rdb
 from fakekey.resp.replies import NO_REPLY, OK, Raw, ReplyError
 
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     from fakekey.core.state import ServerState
 
 REPL_ADMIN = "admin noscript"
-NO_CLUSTER = ReplyError("ERR This instance has cluster support disabled")
+IN_CLUSTER = ReplyError("ERR REPLICAOF not allowed in cluster mode.")
 NOT_INTEGER = ReplyError("ERR value is not an integer or out of range")
 NO_REPLICATION = ReplyError("ERR fakekey does not replicate: it cannot become a replica")
 
@@ -35,32 +34,14 @@ def _int(raw: bytes) -> int:
     return value
 
 
-# --- cluster-mode connection commands ----------------------------------------------------
-
-
-@command("readonly", 1, "loading stale fast", acl="connection", group="cluster", since="3.0.0",
-         summary="Lets the connection read from a replica in cluster mode (accepted alone).")
-def readonly(c: Client, argv: list[bytes]) -> Any:
-    return OK
-
-
-@command("readwrite", 1, "loading stale fast", acl="connection", group="cluster", since="3.0.0",
-         summary="Ends READONLY for the connection.")
-def readwrite(c: Client, argv: list[bytes]) -> Any:
-    return OK
-
-
-@command("asking", 1, "fast", acl="connection", group="cluster", since="3.0.0",
-         summary="Lets the next command reach a slot being imported (cluster mode only).")
-def asking(c: Client, argv: list[bytes]) -> Any:
-    raise NO_CLUSTER
-
-
 # --- REPLICAOF / SLAVEOF -------------------------------------------------------------------
 
 
 def replica_of(c: Client, argv: list[bytes]) -> Any:
-    """NO ONE: a primary stays one. A host and port: Valkey's port check, then refused."""
+    """NO ONE: a primary stays one. A host and port: Valkey's port check, then refused.
+    Cluster mode refuses both: a node replicates by CLUSTER REPLICATE."""
+    if c.state.cluster is not None:
+        raise IN_CLUSTER
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
         return OK
     port = try_int(argv[2])
@@ -207,6 +188,8 @@ def used_memory(state: ServerState) -> int:
 @command("failover", -1, "admin noscript stale", acl="dangerous", group="server", since="6.2.0",
          summary="Hands the primary role to a replica (a lone primary has none).")
 def failover(c: Client, argv: list[bytes]) -> Any:
+    if c.state.cluster is not None:
+        raise ReplyError("ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.")
     host = timeout = force = abort = False
     i = 1
     while i < len(argv):
@@ -270,125 +253,3 @@ def waitaof(c: Client, argv: list[bytes]) -> Any:
     assert cmd is not None  # the command running now
     state.blocking.block(c, [], deadline, cmd, argv, reply)
     return NO_REPLY
-
-
-
-# --- CLUSTER and CLUSTERSCAN without cluster support -----------------------------------------
-# A standalone Valkey lists them and refuses every one (CLUSTER HELP too) with the same
-# error, but for CLUSTER KEYSLOT, which needs no cluster to answer.
-
-container("cluster", group="cluster", since="3.0.0",
-          summary="Holds the cluster commands (refused without cluster support).")
-
-ADMIN_NO_ASYNC = "admin stale no_async_loading"
-ND = "nondeterministic_output"
-SLOTS_RANGE = "O(N) where N is the total number of the slots between the start slot and end slot arguments."
-# name, arity, flags, ACL categories, since, complexity, tips, summary
-CLUSTER_SUBCOMMANDS = (
-    ("addslots", -3, ADMIN_NO_ASYNC, "dangerous", "3.0.0",
-     "O(N) where N is the total number of hash slot arguments", "", "Assigns hash slots to the node."),
-    ("addslotsrange", -4, ADMIN_NO_ASYNC, "dangerous", "7.0.0", SLOTS_RANGE, "",
-     "Assigns ranges of hash slots to the node."),
-    ("bumpepoch", 2, ADMIN_NO_ASYNC, "dangerous", "3.0.0", "O(1)", ND,
-     "Moves the node's config epoch forward."),
-    ("cancelslotmigrations", 2, ADMIN_NO_ASYNC, "dangerous", "9.0.0",
-     "O(N), where N is the number of slot migration operations being cancelled.", "",
-     "Stops the node's slot migrations."),
-    ("count-failure-reports", 3, "admin stale", "dangerous", "3.0.0",
-     "O(N) where N is the number of failure reports", ND, "Counts the failure reports about a node."),
-    ("countkeysinslot", 3, "stale", "", "3.0.0", "O(1)", "", "Counts the keys of a hash slot."),
-    ("delslots", -3, ADMIN_NO_ASYNC, "dangerous", "3.0.0",
-     "O(N) where N is the total number of hash slot arguments", "", "Unassigns hash slots from the node."),
-    ("delslotsrange", -4, ADMIN_NO_ASYNC, "dangerous", "7.0.0", SLOTS_RANGE, "",
-     "Unassigns ranges of hash slots from the node."),
-    ("failover", -2, ADMIN_NO_ASYNC, "dangerous", "3.0.0", "O(1)", "",
-     "Makes a replica node take over from its primary."),
-    ("flushslot", -3, "write admin no_async_loading", "keyspace dangerous", "9.0.0",
-     "O(N) where N is the number of keys in the target slot", "", "Deletes the keys of a hash slot."),
-    ("flushslots", 2, ADMIN_NO_ASYNC, "dangerous", "3.0.0", "O(1)", "", "Unassigns every hash slot of the node."),
-    ("forget", 3, ADMIN_NO_ASYNC, "dangerous", "3.0.0", "O(1)", "", "Drops a node from the node table."),
-    ("getkeysinslot", 4, "stale", "", "3.0.0", "O(N) where N is the number of requested keys", ND,
-     "Answers key names of a hash slot."),
-    ("getslotmigrations", 2, ADMIN_NO_ASYNC, "dangerous", "9.0.0",
-     "O(N), where N is the number of active slot import and export jobs.", "",
-     "Describes the node's slot migrations."),
-    ("help", 2, "loading stale", "", "5.0.0", "O(1)", "", "Describes the CLUSTER subcommands."),
-    ("info", 2, "loading stale", "", "3.0.0", "O(1)", ND, "Describes the cluster's state."),
-    ("keyslot", 3, "stale", "", "3.0.0", "O(N) where N is the number of bytes in the key", "",
-     "Answers the hash slot of a key name."),
-    ("links", 2, "stale", "", "7.0.0", "O(N) where N is the total number of Cluster nodes", ND,
-     "Describes the node's links to the others."),
-    ("meet", -4, ADMIN_NO_ASYNC, "dangerous", "3.0.0", "O(1)", "", "Joins a node to the cluster."),
-    ("migrateslots", -4, ADMIN_NO_ASYNC, "dangerous", "9.0.0",
-     "O(N) where N is the total number of the slots between all start slot and end slot arguments.", "",
-     "Moves ranges of hash slots to another shard."),
-    ("myid", 2, "loading stale", "", "3.0.0", "O(1)", "", "Answers the node's id."),
-    ("myshardid", 2, "loading stale", "", "7.2.0", "O(1)", ND, "Answers the node's shard id."),
-    ("nodes", 2, "loading stale", "", "3.0.0", "O(N) where N is the total number of Cluster nodes", ND,
-     "Describes the nodes as the node's config file does."),
-    ("replicas", 3, "admin stale", "dangerous", "5.0.0", "O(N) where N is the number of replicas.", ND,
-     "Lists the replicas of a primary node."),
-    ("replicate", -3, ADMIN_NO_ASYNC, "dangerous", "3.0.0", "O(1)", "",
-     "Makes the node a replica of another."),
-    ("reset", -2, "admin noscript stale", "dangerous", "3.0.0",
-     "O(N) where N is the number of known nodes. The command may execute a FLUSHALL as a side effect.",
-     "", "Resets the node's cluster state."),
-    ("saveconfig", 2, ADMIN_NO_ASYNC, "dangerous", "3.0.0", "O(1)", "", "Writes the node's cluster config file."),
-    ("set-config-epoch", 3, ADMIN_NO_ASYNC, "dangerous", "3.0.0", "O(1)", "",
-     "Sets the config epoch of a new node."),
-    ("setslot", -4, ADMIN_NO_ASYNC, "dangerous", "3.0.0", "O(1)", "", "Changes the state of a hash slot."),
-    ("shards", 2, "loading stale", "", "7.0.0", "O(N) where N is the total number of cluster nodes", ND,
-     "Describes the shards and their nodes."),
-    ("slaves", 3, "admin stale", "dangerous", "3.0.0", "O(N) where N is the number of replicas.", ND,
-     "Lists the replicas of a primary node (old name of CLUSTER REPLICAS)."),
-    ("slot-stats", -4, "loading stale", "", "8.0.0",
-     "O(N) where N is the total number of slots based on arguments. O(N*log(N)) with ORDERBY subcommand.",
-     ND + " request_policy:all_shards", "Answers per-slot statistics."),
-    ("slots", 2, "loading stale", "", "3.0.0", "O(N) where N is the total number of Cluster nodes", ND,
-     "Maps hash slot ranges to nodes."),
-    ("syncslots", -3, ADMIN_NO_ASYNC, "dangerous", "9.0.0", "Depends on subcommand.", "",
-     "Coordinates a slot migration between nodes."),
-)
-DOC_FLAGS = {"slaves": "deprecated", "syncslots": "syscmd"}
-
-
-def refuse_without_cluster(c: Client, argv: list[bytes]) -> Any:
-    raise NO_CLUSTER
-
-
-for _name, _arity, _flags, _acl, _since, _complexity, _tips, _summary in CLUSTER_SUBCOMMANDS:
-    if _name != "keyslot":
-        command(f"cluster|{_name}", _arity, _flags, acl=_acl, group="cluster", since=_since,
-                complexity=_complexity, tips=_tips, doc_flags=DOC_FLAGS.get(_name, ""),
-                summary=_summary)(refuse_without_cluster)
-
-
-@command("cluster|keyslot", 3, "stale", group="cluster", since="3.0.0",
-         complexity="O(N) where N is the number of bytes in the key",
-         summary="Answers the hash slot of a key name.")
-def cluster_keyslot(c: Client, argv: list[bytes]) -> Any:
-    return key_hash_slot(argv[2])
-
-
-@command("clusterscan", -2, "readonly", keys=keys_range(1, flags="not_key"), acl="keyspace",
-         group="cluster", since="9.1.0", complexity="O(N) where N is the number of elements returned.",
-         tips=ND + " request_policy:special response_policy:special",
-         summary="Walks the keys of every node of a cluster (refused without cluster support).")
-def clusterscan(c: Client, argv: list[bytes]) -> Any:
-    raise NO_CLUSTER
-
-
-def key_hash_slot(key: bytes) -> int:
-    """Valkey's keyHashSlot: CRC16 of the key, or of its first non-empty {hash tag}."""
-    start = key.find(b"{")
-    if start >= 0:
-        end = key.find(b"}", start + 1)
-        if end > start + 1:
-            key = key[start + 1:end]
-    return crc16(key) & 16383
-
-
-def crc16(data: bytes) -> int:
-    """CRC-16/XMODEM (polynomial 0x1021, initial 0), as Valkey's crc16.c; binascii's C
-    loop, so a long key costs little."""
-    return binascii.crc_hqx(data, 0)

@@ -137,6 +137,8 @@ class Client:
             out += "d"
         if self.close_after_reply:
             out += "c"
+        if self.cluster_readonly:
+            out += "r"
         if self.no_evict:
             out += "e"
         if self.no_touch:

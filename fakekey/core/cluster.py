@@ -480,3 +480,208 @@ def enable_cluster(state: ServerState, host: str, port: int) -> ClusterView:
             index.added(key)
         db.slot_index = index
     return view
+
+
+# --- for the CLUSTER command ------------------------------------------------------------
+# What the CLUSTER subcommands (fakekey/commands/cluster.py) change in a view, as Valkey's
+# cluster_legacy.c changes its clusterState. `lose_slots` and `redirect_blocked_clients`
+# also serve a slot taken over by gossip (`learn`).
+
+from fakekey.core.blocking import Waiter  # noqa: E402 - this section's own import
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+
+def node_epoch(node: ClusterNode) -> int:
+    """The config epoch CLUSTER NODES and INFO show: a replica shows its primary's."""
+    return node.primary.config_epoch if node.primary is not None else node.config_epoch
+
+
+def keys_in_slot(state: ServerState, slot: int) -> int:
+    """Valkey's countKeysInSlot: the keys of `slot`, in every database."""
+    return sum(db.slot_index.count(slot) for db in state.dbs if db.slot_index is not None)
+
+
+def bump_epoch(view: ClusterView) -> bool:
+    """clusterBumpConfigEpochWithoutConsensus: a new config epoch for this node, unless it
+    already holds the greatest one. True when it moved."""
+    myself = view.myself
+    greatest = max([view.current_epoch, *(n.config_epoch for n in view.nodes.values())])
+    if myself.config_epoch != 0 and myself.config_epoch == greatest:
+        return False
+    view.current_epoch += 1
+    myself.config_epoch = view.current_epoch
+    return True
+
+
+def lose_slots(view: ClusterView, slots: Iterable[int]) -> None:
+    """clusterDelSlot for each slot that has an owner: unassigned, and the subscribers of
+    its shard channels unsubscribed (on a replica too)."""
+    owners = view.owners
+    lost: set[int] = set()
+    for slot in slots:
+        if owners[slot] is not None:
+            owners[slot] = None
+            lost.add(slot)
+    drop_shard_channels(view.state, lost)
+
+
+def drop_shard_channels(state: ServerState, slots: set[int]) -> None:
+    """removeChannelsInSlot: each subscriber of a shard channel of `slots` loses it and is
+    told with `sunsubscribe <channel> <its shard channels left>`."""
+    if not slots:
+        return
+    pubsub = state.pubsub
+    for channel in [ch for ch in pubsub.shard_channels if key_slot(ch) in slots]:
+        for client in list(pubsub.shard_channels.get(channel, ())):
+            pubsub.unsubscribe(client, channel, shard=True)
+            client.push([b"sunsubscribe", channel, len(client.shard_channels)])
+
+
+def redirect_blocked_clients(view: ClusterView) -> None:
+    """clusterRedirectBlockedClientIfNeeded for every client blocked on keys: CLUSTERDOWN
+    while the cluster is down; MOVED (or `Hash slot not served`) once this node no longer
+    serves their slot and does not import it. Valkey's clientsCron does it within a
+    tick; here it is done as soon as the view changes."""
+    healthy = view.healthy()
+    for client in list(view.state.clients.values()):
+        waiter = client.blocked
+        if isinstance(waiter, Waiter) and waiter.keys:
+            error = _blocked_refusal(view, client, waiter, healthy)
+            if error is not None:
+                view.state.blocking.unblock(client, error)
+
+
+def _blocked_refusal(view: ClusterView, client: Client, waiter: Waiter,
+                     healthy: bool) -> ReplyError | None:
+    if not healthy:
+        return DOWN
+    slot = key_slot(waiter.keys[0])  # a blocked command's keys share one slot
+    owner = view.owners[slot]
+    myself = view.myself
+    if client.cluster_readonly and "write" not in waiter.cmd.flags and myself.primary is not None \
+            and myself.primary is owner:
+        return None
+    if owner is myself or slot in view.importing:
+        return None
+    return UNBOUND if owner is None else redirect("MOVED", slot, owner)
+
+
+def forgotten(view: ClusterView) -> dict[str, int]:
+    """The ids CLUSTER FORGET dropped and until when (ms) they stay away: Valkey's nodes
+    black list (cluster-blacklist-ttl). Kept on the view, made on first use."""
+    table: dict[str, int] | None = getattr(view, "forgotten_ids", None)
+    if table is None:
+        table = {}
+        setattr(view, "forgotten_ids", table)  # noqa: B010 - an attribute of this section's own
+    now = view.state.now
+    for node_id in [i for i, until in table.items() if until <= now]:
+        del table[node_id]
+    return table
+
+
+def forget_node(view: ClusterView, node: ClusterNode) -> None:
+    """clusterBlacklistAddNode then clusterDelNode: its open slots closed, its slots
+    unassigned, gone from the table for cluster-blacklist-ttl seconds."""
+    forgotten(view)[node.id] = view.state.now + view.state.config["cluster-blacklist-ttl"] * 1000
+    for table in (view.migrating, view.importing):
+        for slot in [s for s, peer in table.items() if peer is node]:
+            del table[slot]
+    lose_slots(view, [s for s in range(SLOTS) if view.owners[s] is node])
+    del view.nodes[node.id]
+
+
+def spread_forget(view: ClusterView, node_id: str) -> None:
+    """Valkey gossips a forgotten node (the forgotten-node ping extension): every node that
+    sees this one forgets it too, but the node itself and its replicas."""
+    bus = view.bus
+    if bus is None:
+        return
+    for other in bus.views:
+        node = other.nodes.get(node_id)
+        if other is view or node is None or not bus.sees(view, other):
+            continue
+        if node is not other.myself and other.myself.primary is not node:
+            forget_node(other, node)
+            redirect_blocked_clients(other)
+
+
+def reset_view(view: ClusterView, hard: bool) -> None:
+    """clusterReset: a primary again (a replica drops its data), no open slots, no slots,
+    no other node, a new shard id (Valkey 9.1 takes one even on a soft reset); HARD also
+    zeroes the epochs and takes a new node id."""
+    state, myself = view.state, view.myself
+    if myself.primary is not None:
+        myself.primary = None
+        for db in state.dbs:
+            db.flush()
+    view.migrating.clear()
+    view.importing.clear()
+    lose_slots(view, range(SLOTS))
+    view.nodes = {myself.id: myself}
+    forgotten(view).clear()
+    myself.shard_id = new_node_id()
+    if hard:
+        view.current_epoch = view.last_vote_epoch = myself.config_epoch = 0
+        myself.id = new_node_id()
+        view.nodes = {myself.id: myself}
+
+
+def replica_views(view: ClusterView) -> list[ClusterView]:
+    """The live views of this node's replicas on its bus (a SETSLOT reaches them first)."""
+    if view.bus is None:
+        return []
+    mine = view.myself.id
+    return [v for v in view.bus.views
+            if v.alive and v.myself.primary is not None and v.myself.primary.id == mine]
+
+
+def set_slot(view: ClusterView, slot: int, action: bytes, node: ClusterNode | None) -> None:
+    """CLUSTER SETSLOT's change once its checks passed (clusterCommandSetSlot), on a
+    primary or on a replica it reached: `action` is migrating, importing, stable or node."""
+    if action == b"migrating" and node is not None:
+        view.migrating[slot] = node
+    elif action == b"importing" and node is not None:
+        view.importing[slot] = node
+    elif action == b"stable":
+        view.importing.pop(slot, None)
+        view.migrating.pop(slot, None)
+    elif node is not None:
+        assign_slot(view, slot, node)
+
+
+def assign_slot(view: ClusterView, slot: int, node: ClusterNode) -> None:
+    """SETSLOT NODE: `node` owns `slot` now. A node importing it stops (the primary that
+    imported it takes a new config epoch); a shard that gave away its last slot follows
+    the taker when cluster-allow-replica-migration is on."""
+    myself = view.myself
+    if slot in view.migrating and keys_in_slot(view.state, slot) == 0:
+        del view.migrating[slot]
+    mine = view.primary_of(myself)
+    was_mine = view.owners[slot] is mine
+    lose_slots(view, [slot])
+    view.owners[slot] = node
+    if was_mine and mine not in view.owners and view.state.config["cluster-allow-replica-migration"]:
+        follow_primary(view, node)
+    if (node is myself or node is myself.primary) and slot in view.importing:
+        del view.importing[slot]
+        if node is myself:
+            bump_epoch(view)
+
+
+def follow_primary(view: ClusterView, node: ClusterNode) -> None:
+    """clusterSetPrimary: this node becomes a replica of `node` (its open slots closed, its
+    shard's id taken, the shard channels of other shards dropped); the replication link
+    is made by the bus's `follow`, when the node is in this process."""
+    myself = view.myself
+    view.migrating.clear()
+    view.importing.clear()
+    myself.primary = node
+    myself.shard_id = node.shard_id
+    drop_shard_channels(view.state, {s for s in range(SLOTS) if view.owners[s] is not node})
+    bus = view.bus
+    if bus is not None and bus.follow is not None:
+        other = next((v for v in bus.views if v.myself.id == node.id), None)
+        if other is not None:
+            bus.follow(view.state, other.state)
