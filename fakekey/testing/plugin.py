@@ -14,7 +14,10 @@ on fakekey, on a real valkey-server, or on both. The reference is docs/pytest.md
 EMQ queues: `fakekey_no_lost_wakes` fails a test that loses a wake (fakekey/testing/wakes.py
 has `assert_no_lost_wakes(server_or_client)` for any point of a test).
 
-Options: `--fakekey-target fakekey|valkey|both|URL` (or FAKEKEY_TARGET, or the ini option
+Clusters: `fakekey_cluster` (a fakekey.Cluster, or a real Valkey cluster on the valkey
+target) and `fakekey_cluster_client` (a RedisCluster on it); docs/cluster.md.
+
+Options: `--fakekey-target fakekey|valkey|valkey-cluster|both|URL` (or FAKEKEY_TARGET, or the ini option
 `fakekey_target`), `--fakekey-scope function|session` (or `fakekey_scope`).
 """
 
@@ -30,6 +33,7 @@ import pytest
 
 from fakekey.net.faults import ServerFaults
 from fakekey.net.server import Server
+from fakekey.testing.clusters import ClusterPool, cluster_client
 from fakekey.testing.servers import (
     RunningServer,
     ServerPool,
@@ -46,10 +50,13 @@ MARKERS = (
     "underscores for dashes)",
     "fakekey_client(**options): constructor options for the plugin's client fixtures "
     "(decode_responses=True, protocol=3, ...)",
+    "fakekey_cluster(primaries=3, replicas=1, **settings): the shape and settings of the "
+    "test's cluster",
 )
 SCOPES = ("function", "session")
 T = TypeVar("T")
 _POOL = pytest.StashKey[ServerPool]()
+_CLUSTERS = pytest.StashKey[ClusterPool]()
 _TARGETS = pytest.StashKey[list[str]]()
 
 
@@ -82,6 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError as err:
         raise pytest.UsageError(str(err)) from None
     config.stash[_POOL] = ServerPool(scope)
+    config.stash[_CLUSTERS] = ClusterPool()
     # async fixtures are pytest-asyncio's when it runs in this session, plain ones otherwise
     async_clients = asyncio_clients() if config.pluginmanager.hasplugin("asyncio") else PlainAsyncClients()
     config.pluginmanager.register(async_clients, "fakekey-async-clients")
@@ -91,6 +99,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     pool = config.stash.get(_POOL, None)
     if pool is not None:
         pool.close()
+    clusters = config.stash.get(_CLUSTERS, None)
+    if clusters is not None:
+        clusters.close()
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -202,6 +213,34 @@ def fakekey_faults(fakekey_running: RunningServer) -> Iterator[ServerFaults]:
         pytest.skip(f"faults need fakekey (target: {target_id(fakekey_running.target)})")
     yield server.faults
     server.faults.reset()
+
+
+@pytest.fixture
+def fakekey_cluster(request: pytest.FixtureRequest, fakekey_target: str) -> Iterator[Any]:
+    """This test's cluster (docs/cluster.md): a fresh `fakekey.Cluster` on the fakekey
+    target (its clock, kill, failover, partition...), a real Valkey cluster on the valkey
+    target (shared, emptied between tests). 3 primaries with a replica each, or as the
+    `fakekey_cluster(primaries=, replicas=, **settings)` marker says."""
+    marker = request.node.get_closest_marker("fakekey_cluster")
+    options = dict(marker.kwargs) if marker else {}
+    primaries, replicas = options.pop("primaries", 3), options.pop("replicas", 1)
+    pool = request.config.stash[_CLUSTERS]
+    cluster, own = _server_or_skip(lambda: pool.for_test(fakekey_target, primaries, replicas, options))
+    try:
+        yield cluster
+    finally:
+        if own:
+            cluster.stop()
+
+
+@pytest.fixture
+def fakekey_cluster_client(request: pytest.FixtureRequest, fakekey_cluster: Any) -> Iterator[Any]:
+    """A `redis.cluster.RedisCluster` on this test's cluster (options from the
+    `fakekey_client` marker)."""
+    marker = request.node.get_closest_marker("fakekey_client")
+    client = cluster_client(fakekey_cluster, **(dict(marker.kwargs) if marker else {}))
+    yield client
+    client.close()
 
 
 @pytest.fixture

@@ -32,12 +32,14 @@ class SettingsError(Exception):
 
 
 def parse_targets(spec: str) -> list[str]:
-    """`fakekey`, `valkey`, a URL, `both` (= fakekey,valkey), or a comma list of those."""
+    """`fakekey`, `valkey` (or `valkey-cluster`), a URL, `both` (= fakekey,valkey), or a
+    comma list of those."""
     names: list[str] = []
     for part in (p.strip() for p in spec.split(",")):
         if not part:
             continue
-        expanded = ["fakekey", "valkey"] if part == "both" else [part]
+        # valkey-cluster: a real Valkey, as a cluster for the cluster fixtures
+        expanded = ["fakekey", "valkey"] if part == "both" else ["valkey"] if part == "valkey-cluster" else [part]
         for name in expanded:
             if name not in ("fakekey", "valkey") and not name.startswith(URL_SCHEMES):
                 raise ValueError(f"unknown fakekey target {name!r}: use fakekey, valkey, both or a URL")
