@@ -10,6 +10,7 @@ Valkey's order, and every change the other nodes must learn is announced on the 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +22,7 @@ from fakekey.core.cluster import (
     ClusterNode,
     ClusterView,
     bump_epoch,
+    follow_primary,
     forget_node,
     forgotten,
     key_slot,
@@ -871,10 +873,106 @@ def cluster_saveconfig(c: Client, argv: list[bytes]) -> Any:
     return OK
 
 
-# --- left to the cluster's own machinery (issue 26) -------------------------------------------
+# --- MEET, REPLICATE, FAILOVER -----------------------------------------------------------------
 
-NOT_YET = ("meet", "replicate", "failover", "migrateslots", "getslotmigrations",
-           "cancelslotmigrations", "syncslots", "flushslot")
+
+@subcommand("meet")
+def cluster_meet(c: Client, argv: list[bytes]) -> Any:
+    """CLUSTER MEET ip port [bus-port]: +OK once the address is valid (Valkey checks the
+    address, not the peer). A node of this process's cluster at that address joins this
+    one's view (and it this one's); any other address is a handshake that never answers,
+    dropped after max(cluster-node-timeout, 1 s), as Valkey drops one to a closed port."""
+    view = view_of(c)
+    if len(argv) not in (4, 5):
+        raise wrong_args("cluster|meet")
+    host, port, bus_port = meet_address(argv)
+    peer = view.bus.at(host, port) if view.bus is not None else None
+    if peer is None or peer is view:
+        timeout = max(c.state.config["cluster-node-timeout"], 1000)
+        view.start_handshake(host, port, bus_port, c.state.now + timeout)
+        return OK
+    view.learn(peer)
+    peer.learn(view)
+    changed(view, peer)
+    return OK
+
+
+def meet_address(argv: list[bytes]) -> tuple[str, int, int]:
+    """The address CLUSTER MEET names, checked as Valkey checks it, in its order."""
+    port = try_int(argv[3])
+    if port is None:
+        raise ReplyError(b"ERR Invalid base port specified: " + c_text(argv[3]))
+    if len(argv) == 5:
+        bus_port = try_int(argv[4])
+        if bus_port is None:
+            raise ReplyError(b"ERR Invalid bus port specified: " + c_text(argv[4]))
+    else:
+        bus_port = None if port is None else port + 10000
+    if not 0 <= port <= 65535:
+        raise ReplyError("ERR Port number is out of range")
+    if bus_port is None or not 0 <= bus_port <= 65535:
+        raise ReplyError("ERR Cluster bus port number is out of range")
+    host = argv[2].decode("latin-1")
+    if not is_ip_address(host):
+        raise ReplyError(b"ERR Invalid node address specified: " + c_text(argv[2]) + b":" + c_text(argv[3]))
+    return host, port, bus_port
+
+
+def is_ip_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+@subcommand("replicate")
+def cluster_replicate(c: Client, argv: list[bytes]) -> Any:
+    """CLUSTER REPLICATE node-id: this node becomes a replica of that primary; in this
+    process's cluster it takes the primary's data and follows its writes."""
+    view = view_of(c)
+    node = known_node(view, argv[2], b"ERR Unknown node ")
+    myself = view.myself
+    if node is myself:
+        raise ReplyError("ERR Can't replicate myself")
+    if not node.is_primary:
+        raise ReplyError("ERR I can only replicate a master, not a replica.")
+    if myself.is_primary and (myself in view.owners or any(db.data for db in c.state.dbs)):
+        raise ReplyError("ERR To set a master the node must be empty and without assigned slots.")
+    follow_primary(view, node)
+    changed(view)
+    return OK
+
+
+@subcommand("failover")
+def cluster_failover(c: Client, argv: list[bytes]) -> Any:
+    """CLUSTER FAILOVER [FORCE|TAKEOVER] on a replica: it becomes its shard's primary with a
+    new config epoch (at once here; Valkey's manual failover waits for the replica to
+    catch up, which an in-process replica always is)."""
+    view = view_of(c)
+    if len(argv) > 3 or (len(argv) == 3 and argv[2].upper() not in (b"FORCE", b"TAKEOVER")):
+        raise ReplyError("ERR syntax error")
+    forced = len(argv) == 3
+    myself = view.myself
+    if myself.is_primary:
+        raise ReplyError("ERR You should send CLUSTER FAILOVER to a replica")
+    primary = myself.primary
+    assert primary is not None
+    if primary.id not in view.nodes:
+        raise ReplyError("ERR I'm a replica but my master is unknown to me")
+    if not forced and (primary.failing or not primary.connected):
+        raise ReplyError("ERR Master is down or failed, please use CLUSTER FAILOVER FORCE")
+    bus = view.bus
+    if bus is None or bus.promote is None:
+        raise ReplyError("ERR fakekey fails over only the replicas of its own cluster's nodes")
+    bus.promote(c.state)
+    redirect_blocked_clients(view)
+    return OK
+
+
+# --- not there yet ------------------------------------------------------------------------------
+
+NOT_YET = ("migrateslots", "getslotmigrations", "cancelslotmigrations", "syncslots", "flushslot")
 
 
 def not_yet(c: Client, argv: list[bytes]) -> Any:

@@ -131,6 +131,8 @@ class ClusterView:
         self.current_epoch = 0
         self.last_vote_epoch = 0
         self.bus: Bus | None = None
+        self.forgotten_ids: dict[str, int] = {}  # CLUSTER FORGET's black list: id -> until (ms)
+        self.handshakes: dict[str, int] = {}  # MEET to an address nobody answers: id -> drop at (ms)
         self.alive = True  # False while its process is "killed" (Cluster.kill)
         self.down_since = 0
 
@@ -173,6 +175,20 @@ class ClusterView:
 
     def assigned_slots(self) -> int:
         return sum(1 for owner in self.owners if owner is not None)
+
+    def start_handshake(self, host: str, port: int, bus_port: int, drop_at: int) -> None:
+        """A MEET whose peer never answers: a `handshake` node until `drop_at` (ms)."""
+        node = ClusterNode(new_node_id(), host, port, bus_port)
+        node.handshake = True
+        node.connected = False
+        self.nodes[node.id] = node
+        self.handshakes[node.id] = drop_at
+
+    def drop_stale_handshakes(self, now: int) -> None:
+        for node_id, drop_at in list(self.handshakes.items()):
+            if now >= drop_at:
+                del self.handshakes[node_id]
+                self.nodes.pop(node_id, None)
 
     # --- routing --------------------------------------------------------------------------
 
@@ -414,6 +430,11 @@ class Bus:
                 view.learn(other)
                 other.learn(view)
 
+    def at(self, host: str, port: int) -> ClusterView | None:
+        """The live node of this cluster listening at host:port."""
+        return next((v for v in self.views if v.alive and v.myself.port == port
+                     and v.myself.host in (host, "")), None)
+
     def join(self, view: ClusterView) -> None:
         view.bus = self
         self.views.append(view)
@@ -570,11 +591,8 @@ def _blocked_refusal(view: ClusterView, client: Client, waiter: Waiter,
 
 def forgotten(view: ClusterView) -> dict[str, int]:
     """The ids CLUSTER FORGET dropped and until when (ms) they stay away: Valkey's nodes
-    black list (cluster-blacklist-ttl). Kept on the view, made on first use."""
-    table: dict[str, int] | None = getattr(view, "forgotten_ids", None)
-    if table is None:
-        table = {}
-        setattr(view, "forgotten_ids", table)  # noqa: B010 - an attribute of this section's own
+    black list (cluster-blacklist-ttl), emptied of the ids whose time is up."""
+    table = view.forgotten_ids
     now = view.state.now
     for node_id in [i for i, until in table.items() if until <= now]:
         del table[node_id]

@@ -355,8 +355,10 @@ class ServerState:
     def clock_moved_here(self) -> None:
         """After the clock changes: expire what is due, time out waiters and fire the
         timers due, now."""
-        if self.cluster is not None and self.cluster.bus is not None:  # node timeouts
-            self.cluster.bus.tick(self.clock.now_ms())
+        if self.cluster is not None:  # node timeouts, MEETs nobody answered
+            self.cluster.drop_stale_handshakes(self.clock.now_ms())
+            if self.cluster.bus is not None:
+                self.cluster.bus.tick(self.clock.now_ms())
         self.expire_all_due()
         self.blocking.clock_changed()
         self.blocking.serve()

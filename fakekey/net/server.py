@@ -987,8 +987,10 @@ class Server:
                 if state.config["timeout"]:
                     close_idle_clients(state)
                 clients_cron(state, self._cron_clients)
-                if state.cluster is not None and state.cluster.bus is not None:
-                    state.cluster.bus.tick(state.clock.now_ms())  # node timeouts, failover
+                if state.cluster is not None:  # node timeouts, failover, unanswered MEETs
+                    state.cluster.drop_stale_handshakes(state.clock.now_ms())
+                    if state.cluster.bus is not None:
+                        state.cluster.bus.tick(state.clock.now_ms())
             except Exception:  # noqa: BLE001 - the cron must never die
                 import traceback
 

@@ -1,0 +1,124 @@
+"""CLUSTER MEET, REPLICATE and FAILOVER on fakekey's cluster and on a real Valkey cluster
+(3 primaries, a replica each): their refusals byte for byte, and a manual failover and back,
+with the redirects following the new primary."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from fakekey.testing.clusters import ClusterPool
+from fakekey.testing.raw import RawClient
+from fakekey.testing.servers import TargetSkip
+
+TARGETS = [t.strip() for t in os.environ.get("FAKEKEY_TARGETS", "fakekey,valkey").split(",")
+           if t.strip() in ("fakekey", "valkey")]
+
+
+@pytest.fixture(scope="module", params=TARGETS)
+def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
+    pool = ClusterPool()
+    try:
+        started, _own = pool.for_test(request.param, 3, 1, {})
+    except TargetSkip as reason:
+        if os.environ.get("CI"):
+            pytest.fail(str(reason))
+        pytest.skip(str(reason))
+    try:
+        yield started
+    finally:
+        if request.param == "fakekey":
+            started.stop()
+        pool.close()
+
+
+def call(node: Any, *args: Any) -> Any:
+    with RawClient(node.host, node.port) as client:
+        return client.call(*args)
+
+
+def table(node: Any) -> dict[str, dict[str, Any]]:
+    """CLUSTER NODES as node id -> port, flags, primary id."""
+    _kind, text = call(node, "CLUSTER", "NODES")
+    out = {}
+    for line in text.decode().splitlines():
+        fields = line.split()
+        out[fields[0]] = {"port": int(fields[1].split("@")[0].rsplit(":", 1)[1]),
+                          "flags": fields[2].split(","), "primary": fields[3]}
+    return out
+
+
+def my_id(node: Any) -> str:
+    return call(node, "CLUSTER", "MYID")[1].decode()
+
+
+def shard_of(cluster: Any, primary: Any) -> Any:
+    """The replica of `primary`, as the cluster says now."""
+    primary_id = my_id(primary)
+    for node in cluster.nodes:
+        if table(node)[my_id(node)]["primary"] == primary_id:
+            return node
+    raise AssertionError("no replica")
+
+
+def test_the_refusals_of_meet_replicate_and_failover(cluster):
+    primary, other = cluster.primaries[0], cluster.primaries[1]
+    replica = shard_of(cluster, primary)
+    err = lambda text: ("-", text)  # noqa: E731
+    assert call(primary, "CLUSTER", "FAILOVER") == err(b"ERR You should send CLUSTER FAILOVER to a replica")
+    assert call(replica, "CLUSTER", "FAILOVER", "BOGUS") == err(b"ERR syntax error")
+    assert call(primary, "CLUSTER", "REPLICATE", "f" * 40) == err(b"ERR Unknown node " + b"f" * 40)
+    assert call(primary, "CLUSTER", "REPLICATE", my_id(primary)) == err(b"ERR Can't replicate myself")
+    assert call(primary, "CLUSTER", "REPLICATE", my_id(replica)) == \
+        err(b"ERR I can only replicate a master, not a replica.")
+    assert call(primary, "CLUSTER", "REPLICATE", my_id(other)) == \
+        err(b"ERR To set a master the node must be empty and without assigned slots.")
+    assert call(primary, "CLUSTER", "MEET", "127.0.0.1", "abc") == err(b"ERR Invalid base port specified: abc")
+    for port in ("99999", "-5"):
+        assert call(primary, "CLUSTER", "MEET", "127.0.0.1", port) == err(b"ERR Port number is out of range")
+    assert call(primary, "CLUSTER", "MEET", "127.0.0.1", "60000") == \
+        err(b"ERR Cluster bus port number is out of range")
+    for host in ("300.1.1.1", "localhost"):
+        assert call(primary, "CLUSTER", "MEET", host, "7000") == \
+            err(b"ERR Invalid node address specified: " + host.encode() + b":7000")
+
+
+def wait_primary(node: Any) -> None:
+    deadline = time.monotonic() + 15
+    while "master" not in table(node)[my_id(node)]["flags"]:
+        assert time.monotonic() < deadline, "no failover"
+        time.sleep(0.05)
+
+
+def test_a_manual_failover_and_back(cluster):
+    key = "failover:{x}"
+    slot = call(cluster.primaries[0], "CLUSTER", "KEYSLOT", key)[1]
+    owner = next(n for n in cluster.primaries
+                 if any(first <= slot <= last for first, last in _ranges(n)))
+    replica = shard_of(cluster, owner)
+    assert call(owner, "SET", key, "before") == ("+", b"OK")
+    assert call(replica, "CLUSTER", "FAILOVER") == ("+", b"OK")
+    wait_primary(replica)
+    assert call(replica, "GET", key) == ("$", b"before")
+    moved = call(owner, "GET", key)
+    deadline = time.monotonic() + 15
+    while moved[0] != "-":  # the old primary turns replica once it learns the new epoch
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+        moved = call(owner, "GET", key)
+    assert moved == ("-", b"MOVED %d %s:%d" % (slot, replica.host.encode(), replica.port))
+    # and back, so the cluster is as it was
+    assert call(owner, "CLUSTER", "FAILOVER") == ("+", b"OK")
+    wait_primary(owner)
+    assert call(owner, "GET", key) == ("$", b"before")
+    assert call(owner, "DEL", key) == (":", 1)
+
+
+def _ranges(node: Any) -> list[tuple[int, int]]:
+    kind, slots = call(node, "CLUSTER", "SLOTS")
+    me = node.port
+    return [(s[0][1], s[1][1]) for _k, s in slots if s[2][1][1][1] == me]
