@@ -420,8 +420,7 @@ def bgrewriteaof(c: Client, argv: list[bytes]) -> Any:
 
 @command("wait", 3, "blocking", acl="connection", group="generic", since="3.0.0",
          tips="request_policy:all_shards response_policy:agg_min",
-         summary="Waits for replicas to acknowledge the connection's writes; fakekey has "
-         "none, so it answers 0 at once.")
+         summary="Waits for replicas to acknowledge the connection's writes.")
 def wait(c: Client, argv: list[bytes]) -> Any:
     parse_int(argv[1])
     try:
@@ -431,10 +430,33 @@ def wait(c: Client, argv: list[bytes]) -> Any:
         raise ReplyError("ERR timeout is not an integer or out of range") from None
     if timeout < 0:
         raise ReplyError("ERR timeout is negative")
-    return 0
+    if c.state.replica_of is not None:
+        raise ReplyError("ERR WAIT cannot be used with replica instances. Please also note "
+                         "that since Redis 4.0 if a replica is configured to be writable "
+                         "(which is not the default) writes to replicas are just local and "
+                         "are not propagated.")
+    # an in-process replica applies each write as its command ends: every reachable one
+    # has acknowledged already (with none, fakekey answers at once where Valkey waits)
+    return len(c.state.replicas())
 
 
 @command("role", 1, "noscript loading stale fast", acl="admin dangerous", group=G,
-         since="2.8.12", summary="Answers the replication role: always a primary here.")
+         since="2.8.12", summary="Answers the replication role.")
 def role(c: Client, argv: list[bytes]) -> Any:
-    return [b"master", 0, []]
+    state = c.state
+    primary = state.replica_of
+    if primary is not None:
+        host, port = replication_address(primary)
+        return [b"slave", host.encode(), port, b"connected", state.repl_offset]
+    replicas = []
+    for replica in state.replicas():
+        host, port = replication_address(replica)
+        replicas.append([host.encode(), b"%d" % port, b"%d" % replica.repl_offset])
+    return [b"master", state.repl_offset, replicas]
+
+
+def replication_address(state: ServerState) -> tuple[str, int]:
+    """Where a server of this process listens, as its replication peers name it."""
+    view = state.cluster
+    host = view.myself.host if view is not None and view.myself.host else "127.0.0.1"
+    return host, state.config["port"]

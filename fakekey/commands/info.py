@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from fakekey._version import REDIS_VERSION
-from fakekey.commands.admin import snapshot_us
+from fakekey.commands.admin import replication_address, snapshot_us
 from fakekey.commands.clients import clients_memory
 from fakekey.core.client import Client
 from fakekey.core.keyspace import Database
@@ -332,19 +332,42 @@ def info_stats(state: ServerState) -> InfoLines:
 
 
 def info_replication(state: ServerState) -> InfoLines:
-    return [
-        "role:master",
-        "connected_slaves:0",
+    """Valkey's fields; a primary's in-process replicas and a replica's link (a fakekey
+    cluster's), which are always up and caught up."""
+    offset = state.repl_offset
+    lines = replica_lines(state) if state.replica_of is not None else ["role:master"]
+    replicas = state.replicas()
+    lines.append(f"connected_slaves:{len(replicas)}")
+    for i, replica in enumerate(replicas):
+        host, port = replication_address(replica)
+        lines.append(f"slave{i}:ip={host},port={port},state=online,offset={replica.repl_offset},"
+                     "lag=0,type=replica")
+    backlog = offset > 0  # a primary with replicas keeps a backlog from the first byte
+    lines += [
         "replicas_waiting_psync:0",
         "master_failover_state:no-failover",
         f"master_replid:{state.replid}",
         "master_replid2:0000000000000000000000000000000000000000",
-        "master_repl_offset:0",
+        f"master_repl_offset:{offset}",
         "second_repl_offset:-1",
-        "repl_backlog_active:0",
+        f"repl_backlog_active:{int(backlog)}",
         "repl_backlog_size:10485760",
-        "repl_backlog_first_byte_offset:0",
-        "repl_backlog_histlen:0",
+        f"repl_backlog_first_byte_offset:{int(backlog)}",
+        f"repl_backlog_histlen:{offset}",
+    ]
+    return lines
+
+
+def replica_lines(state: ServerState) -> InfoLines:
+    primary = state.replica_of
+    assert primary is not None
+    host, port = replication_address(primary)
+    return [
+        "role:slave", f"master_host:{host}", f"master_port:{port}", "master_link_status:up",
+        "master_last_io_seconds_ago:0", "master_sync_in_progress:0",
+        f"slave_read_repl_offset:{state.repl_offset}", f"slave_repl_offset:{state.repl_offset}",
+        "replicas_repl_buffer_size:0", "replicas_repl_buffer_peak:0", "slave_priority:100",
+        "slave_read_only:1", "replica_announced:1",
     ]
 
 

@@ -160,6 +160,7 @@ class ServerState:
         # and applied to them (persistence/replicas.py); the offset counts their bytes
         self.feed: Recorder | None = None
         self.repl_offset = 0
+        self.replica_of: ServerState | None = None  # an in-process replica's primary
         self.aof: AppendLog | None = None  # the append-only log while appendonly is on (persistence/aof.py)
         self.tcp_port = self.config["port"]
         self.fakekey_enabled = self.config["enable-fakekey-commands"]
@@ -503,6 +504,10 @@ class ServerState:
         elif client.in_multi:
             client.doom_transaction()
         return self._count_error(redirect)
+
+    def replicas(self) -> list[ServerState]:
+        """This primary's in-process replicas that are attached and reachable."""
+        return [] if self.feed is None else self.feed.followers()
 
     def _needs_auth(self, name: bytes) -> bool:
         """An unknown or malformed request from an unauthenticated client: NOAUTH unless

@@ -184,6 +184,10 @@ class Recorder:
     def handle(self, client: Any, cmd: Any, argv: list[bytes]) -> Any:
         return cmd.handler(client, argv)
 
+    def followers(self) -> list[Any]:
+        """The servers that apply what this records as it happens (the log has none)."""
+        return []
+
     # --- recording -----------------------------------------------------------------------
 
     def run(self, client: Any, cmd: Any, argv: list[bytes]) -> Any:

@@ -37,6 +37,8 @@ class ReplicaFeed(Recorder):
                 db.load(key, value.copy() if hasattr(value, "copy") else bytes(value),
                         mine.expires.get(key, -1), self.state.now)
         self.replicas.append(replayer)
+        replica.replica_of = self.state
+        replica.replid = self.state.replid
         self.ping()
 
     def _reaches(self, replica: ServerState) -> bool:
@@ -56,10 +58,16 @@ class ReplicaFeed(Recorder):
 
     def detach(self, replica: ServerState) -> None:
         self.replicas = [r for r in self.replicas if r.state is not replica]
+        if replica.replica_of is self.state:
+            replica.replica_of = None
+
+    def followers(self) -> list[Any]:
+        return [r.state for r in self.replicas if id(r.state) not in self.behind and self._reaches(r.state)]
 
     def ping(self) -> None:
         """The replication PING: it moves the offset (an idle replica's offset is not 0)."""
         self.offset += len(REPLICATION_PING)
+        self.state.repl_offset = self.offset
         for replayer in self.replicas:
             replayer.state.repl_offset = self.offset
 
@@ -74,6 +82,7 @@ class ReplicaFeed(Recorder):
 
     def deliver(self, unit: bytes) -> None:
         self.offset += len(unit)
+        self.state.repl_offset = self.offset
         for replayer in self.replicas:
             replica = replayer.state
             if not self._reaches(replica):  # cut off or dead: it resyncs when back
@@ -109,6 +118,7 @@ def promote(replica: ServerState) -> None:
     epoch = max(v.current_epoch for v in view.bus.views if v.alive) + 1
     view.current_epoch = view.myself.config_epoch = epoch
     view.myself.primary = None
+    replica.replica_of = None
     for slot, owner in enumerate(view.owners):
         if owner is not None and owner.id == old_id:
             view.claim(slot, view.myself)

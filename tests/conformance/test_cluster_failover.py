@@ -5,12 +5,14 @@ with the redirects following the new primary."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from fakekey.core.cluster import key_slot
 from fakekey.testing.clusters import ClusterPool
 from fakekey.testing.raw import RawClient
 from fakekey.testing.servers import TargetSkip
@@ -57,12 +59,17 @@ def my_id(node: Any) -> str:
 
 
 def shard_of(cluster: Any, primary: Any) -> Any:
-    """The replica of `primary`, as the cluster says now."""
+    """The replica of `primary`, as the cluster says now (after a failover a real cluster
+    takes a moment to settle: asked again until it names one)."""
     primary_id = my_id(primary)
-    for node in cluster.nodes:
-        if table(node)[my_id(node)]["primary"] == primary_id:
-            return node
-    raise AssertionError("no replica")
+    deadline = time.monotonic() + 10
+    while True:
+        for node in cluster.nodes:
+            if table(node)[my_id(node)]["primary"] == primary_id:
+                return node
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no replica of {primary_id} in {table(primary)}")
+        time.sleep(0.05)
 
 
 def test_the_refusals_of_meet_replicate_and_failover(cluster):
@@ -122,3 +129,32 @@ def _ranges(node: Any) -> list[tuple[int, int]]:
     kind, slots = call(node, "CLUSTER", "SLOTS")
     me = node.port
     return [(s[0][1], s[1][1]) for _k, s in slots if s[2][1][1][1] == me]
+
+
+def test_role_info_and_wait_on_a_primary_and_its_replica(cluster):
+    primary = cluster.primaries[2]
+    replica = shard_of(cluster, primary)
+    first, last = _ranges(primary)[0]
+    key = next(k for k in (f"role:{i}" for i in range(100_000)) if first <= key_slot(k.encode()) <= last)
+    assert call(primary, "SET", key, "1") == ("+", b"OK")
+    assert call(primary, "WAIT", "1", "1000") == (":", 1)
+    kind, (role, offset, replicas) = call(primary, "ROLE")
+    assert kind == "*" and role == ("$", b"master") and offset[0] == ":" and offset[1] > 0
+    # the replica as the primary lists it; its offset is the last one it acknowledged
+    [(_, (host, port, acked))] = replicas[1]
+    assert (host, port, acked[0]) == (("$", replica.host.encode()), ("$", str(replica.port).encode()), "$")
+    assert 0 <= int(acked[1]) <= offset[1]
+    assert call(replica, "ROLE") == ("*", [("$", b"slave"), ("$", primary.host.encode()),
+                                           (":", primary.port), ("$", b"connected"), offset])
+    info = dict(line.split(":", 1) for line in call(replica, "INFO", "replication")[1].decode().splitlines()
+                if ":" in line)
+    assert (info["role"], info["master_port"], info["master_link_status"]) == ("slave", str(primary.port), "up")
+    assert info["slave_repl_offset"] == info["master_repl_offset"] == str(offset[1])
+    mine = dict(line.split(":", 1) for line in call(primary, "INFO", "replication")[1].decode().splitlines()
+                if ":" in line)
+    assert mine["connected_slaves"] == "1" and mine["master_replid"] == info["master_replid"]
+    # the offset the replica acknowledged last (a real one acknowledges once a second)
+    assert re.fullmatch(f"ip={replica.host},port={replica.port},state=online,offset=\\d+,lag=\\d+,type=replica",
+                        mine["slave0"])
+    assert call(replica, "WAIT", "0", "0")[0] == "-"
+    assert call(primary, "DEL", key) == (":", 1)
