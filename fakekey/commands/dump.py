@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import random
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fakekey.memory.lfu as lfu
-from fakekey.commands.args import LLONG_MAX, SYNTAX, parse_int
+from fakekey.commands.args import LLONG_MAX, SYNTAX, parse_int, try_int
 from fakekey.commands.keys import KEYSPACE, lfu_policy, notify
 from fakekey.core.client import Client
 from fakekey.core.keyspace import STRING_TYPES
 from fakekey.core.registry import command, keys_keyword, keys_range
 from fakekey.persistence import rdb
+from fakekey.resp.parser import RequestParser
 from fakekey.resp.replies import OK, ReplyError, Simple
+
+if TYPE_CHECKING:
+    from fakekey.core.state import ServerState
 
 G = "generic"
 BUSYKEY = ReplyError("BUSYKEY Target key name already exists.")
@@ -269,6 +273,38 @@ _LINKS_MAX = 64
 _LINK_IDLE_MS = 10_000
 
 
+class _LocalLink(_Link):
+    """A link to a node of this process's cluster: its requests run on that node's state
+    directly, replies read back as from a socket (a socket would wait on this very loop)."""
+
+    def __init__(self, target: ServerState) -> None:  # no socket: _Link's __init__ is not run
+        self.timeout = 0.0
+        self.buffer = b""
+        self.last_db = -1
+        self.last_use = 0
+        self.target = target
+        self.client = Client(target)
+        self.parser = RequestParser()
+
+    def send(self, data: bytes) -> None:
+        self.parser.feed(data)
+        while (argv := self.parser.next_request()) is not None:
+            reply = self.target.call(self.client, argv)
+            self.buffer += self.client.encoder.encode(reply)
+
+    def close(self) -> None:
+        return None
+
+
+def _cluster_peer(c: Client, host: bytes, port: bytes) -> ServerState | None:
+    """The node of this process's cluster listening at host:port, if any."""
+    view = c.state.cluster
+    if view is None or view.bus is None or try_int(port) is None:
+        return None
+    peer = view.bus.at(host.decode("latin-1"), int(port))
+    return None if peer is None else peer.state
+
+
 def _link_for(c: Client, host: bytes, port: bytes, timeout: int) -> _Link:
     """migrateGetSocket: the cached connection to host:port, or a new one."""
     links = c.state.migrate_links
@@ -282,7 +318,8 @@ def _link_for(c: Client, host: bytes, port: bytes, timeout: int) -> _Link:
     if link is None:
         if len(links) >= _LINKS_MAX:
             links.pop(random.choice(list(links))).close()
-        link = _Link(host, port, timeout)
+        peer = _cluster_peer(c, host, port)
+        link = _LocalLink(peer) if peer is not None else _Link(host, port, timeout)
         links[name] = link
     link.timeout = timeout / 1000
     link.last_use = now
@@ -356,7 +393,9 @@ def _request(c: Client, opts: _Options, keys: list[bytes], select: bytes | None)
         when = db.expires.get(key)
         if when is not None:
             ttl = max(when - now, 1)
-        args = [b"RESTORE", key, b"%d" % ttl, dump_value(c, value)]
+        # in cluster mode the target may be importing the slot: RESTORE-ASKING, as Valkey
+        restore = b"RESTORE" if c.state.cluster is None else b"RESTORE-ASKING"
+        args = [restore, key, b"%d" % ttl, dump_value(c, value)]
         if opts.replace:
             args.append(b"REPLACE")
         parts.append(_bulk_command(*args))
