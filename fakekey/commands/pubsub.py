@@ -9,6 +9,7 @@ from typing import Any
 from fakekey.codecs.glob import glob_match
 from fakekey.commands.args import help_lines
 from fakekey.core.client import Client
+from fakekey.core.cluster import relay_publish
 from fakekey.core.registry import command, container, keys_range
 from fakekey.resp.replies import Multi, Push
 
@@ -111,6 +112,8 @@ def sunsubscribe(c: Client, argv: list[bytes]) -> Any:
          "channel and M is the total number of subscribed patterns (by any client).",
          summary="Sends a message to a channel's subscribers; answers how many received it.")
 def publish(c: Client, argv: list[bytes]) -> Any:
+    if c.state.cluster is not None:  # every node's subscribers hear it (core/cluster.py)
+        relay_publish(c.state.cluster, argv[1], argv[2], sharded=False)
     return c.state.pubsub.publish(argv[1], argv[2])
 
 
@@ -119,6 +122,8 @@ def publish(c: Client, argv: list[bytes]) -> Any:
          complexity="O(N) where N is the number of clients subscribed to the receiving shard channel.",
          summary="Sends a message to a shard channel's subscribers.")
 def spublish(c: Client, argv: list[bytes]) -> Any:
+    if c.state.cluster is not None:  # the shard's replicas' subscribers hear it too
+        relay_publish(c.state.cluster, argv[1], argv[2], sharded=True)
     return c.state.pubsub.spublish(argv[1], argv[2])
 
 

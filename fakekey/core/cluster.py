@@ -328,6 +328,23 @@ class ClusterView:
         return node
 
 
+def relay_publish(view: ClusterView, channel: bytes, message: bytes, sharded: bool) -> None:
+    """PUBLISH reaches the subscribers of every node the publisher's node can see, SPUBLISH
+    those of its shard (its primary and replicas), as Valkey's bus carries them; the
+    publisher's count is its own node's subscribers only."""
+    bus = view.bus
+    if bus is None:
+        return
+    shard = view.primary_of(view.myself).id
+    for other in bus.views:
+        if other is view or not bus.sees(view, other):
+            continue
+        if not sharded:
+            other.state.pubsub.publish(channel, message)
+        elif other.primary_of(other.myself).id == shard:
+            other.state.pubsub.spublish(channel, message)
+
+
 def redirect(kind: str, slot: int, node: ClusterNode) -> ReplyError:
     return ReplyError(f"{kind} {slot} {node.host}:{node.port}")
 

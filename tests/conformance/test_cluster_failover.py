@@ -158,3 +158,19 @@ def test_role_info_and_wait_on_a_primary_and_its_replica(cluster):
                         mine["slave0"])
     assert call(replica, "WAIT", "0", "0")[0] == "-"
     assert call(primary, "DEL", key) == (":", 1)
+
+
+def test_publish_reaches_every_node_and_spublish_the_shards_replicas(cluster):
+    first, second = cluster.primaries[0], cluster.primaries[1]
+    with RawClient(second.host, second.port) as listener:
+        assert listener.call("SUBSCRIBE", "news")[0] == "*"
+        assert call(first, "PUBLISH", "news", "hello") == (":", 0)  # this node's subscribers
+        assert listener.read() == ("*", [("$", b"message"), ("$", b"news"), ("$", b"hello")])
+    channel = "orders:{eu}"
+    owner = next(n for n in cluster.primaries
+                 if any(a <= key_slot(channel.encode()) <= b for a, b in _ranges(n)))
+    replica = shard_of(cluster, owner)
+    with RawClient(replica.host, replica.port) as listener:
+        assert listener.call("SSUBSCRIBE", channel)[0] == "*"
+        assert call(owner, "SPUBLISH", channel, "sharded") == (":", 0)
+        assert listener.read() == ("*", [("$", b"smessage"), ("$", channel.encode()), ("$", b"sharded")])
