@@ -272,6 +272,29 @@ class ClusterView:
             return redirect("MOVED", slot, owner)
         return None
 
+    def script_refusal(self, caller: Client, cmd: Command, argv: list[bytes]) -> bytes | None:
+        """A script's command on keys it did not declare (scriptVerifyClusterState): they
+        may be in any slot this node serves (or reads, on a replica with READONLY), never
+        in another node's; None when allowed."""
+        writes = "write" in cmd.flags
+        if not self.healthy():
+            name = cmd.name.encode()
+            if not self.state.config["cluster-allow-reads-when-down"]:
+                return b"ERR Can not execute a command '%s' while the cluster is down" % name
+            if writes:
+                return (b"ERR Can not execute a write command '%s' while the cluster is down and "
+                        b"readonly" % name)
+        myself = self.myself
+        for slot in self._slots_of_call(cmd, argv):
+            owner = self.owners[slot]
+            if owner is myself or (slot in self.importing and caller.asking):
+                continue
+            if caller.cluster_readonly and not writes and myself.primary is not None \
+                    and myself.primary is owner:
+                continue
+            return b"ERR Attempted to access a non local key in a cluster node"
+        return None
+
     def _slots_of_call(self, cmd: Command, argv: list[bytes]) -> list[int]:
         return [key_slot(argv[at]) for at in cmd.key_positions(argv)]
 

@@ -665,6 +665,10 @@ class CommandBridge:
                     raise self._refused(OOM.message, cmd)
                 if writes:
                     run.dirty = True
+        if state.cluster is not None and caller is not None:  # undeclared keys must be local
+            refusal = state.cluster.script_refusal(caller, cmd, argv)
+            if refusal is not None:
+                raise self._refused(refusal, cmd)
         client = self.client
         if client.protocol != resp:
             client.set_protocol(3 if resp == 3 else 2)

@@ -473,6 +473,9 @@ def test_slots_given_and_taken_back(lone, node, proto):
     fields = info(node)
     assert (fields["cluster_slots_assigned"], fields["cluster_size"]) == ("16363", "1")
     assert node.call("GET", "{t2}x") == ("-", b"CLUSTERDOWN The cluster is down")
+    # a script's undeclared key while the cluster is down
+    assert node.call("EVAL", "return redis.call('get', '{t2}x')", "0") == \
+        ("-", b"ERR Can not execute a command 'get' while the cluster is down script: on @user_script:1.")
     assert node.call("CLUSTER", "DELSLOTS", "5") == ("-", b"ERR Slot 5 is already unassigned")
     assert node.call("CLUSTER", "ADDSLOTS", "5", "5") == ("-", b"ERR Slot 5 specified multiple times")
     assert node.call("CLUSTER", "ADDSLOTSRANGE", "0", "10", "5", "20") == \

@@ -142,3 +142,18 @@ def _two_keys_of_one_node(nodes: Nodes, address: tuple[str, int]) -> tuple[str, 
             if len(found) == 2:
                 return found[0], found[1]
     raise AssertionError("no two keys")
+
+
+def test_a_script_may_touch_undeclared_keys_of_its_node_only(nodes, proto):
+    here = nodes.primaries[0]
+    local_a, local_b = _two_keys_of_one_node(nodes, here)
+    remote = next(f"remote:{i}" for i in range(10_000)
+                  if nodes.serving(key_slot(f"remote:{i}".encode())) != here)
+    with raw(here, proto) as client:
+        assert client.call("SET", local_b, "vb") == ("+", b"OK")
+        # another slot of this node, undeclared: allowed
+        assert client.call("EVAL", f"return redis.call('GET', '{local_b}')", "1", local_a) == ("$", b"vb")
+        refused = client.call("EVAL", f"return redis.call('GET', '{remote}')", "0")
+        assert refused == ("-", b"ERR Attempted to access a non local key in a cluster node script: "
+                                b"on @user_script:1.")
+        assert client.call("DEL", local_b) == (":", 1)
