@@ -164,14 +164,16 @@ class ClusterView:
 
     def healthy(self) -> bool:
         """cluster_state:ok, as Valkey's clusterUpdateState decides: every slot served by
-        a node not failed (unless full coverage is not required), and a primary that has
-        lost sight of most primaries for cluster-node-timeout stops (the minority side of
-        a partition takes no writes)."""
-        if self.bus is not None and not self.bus.in_majority(self):
+        a node not failed (unless full coverage is not required), and most of the primaries
+        that serve slots within reach (not suspected): the minority side of a partition,
+        or a node with no slots among none, is down."""
+        if self.state.config["cluster-require-full-coverage"] and not all(
+                owner is not None and not owner.failing for owner in self.owners):
             return False
-        if not self.state.config["cluster-require-full-coverage"]:
-            return True
-        return all(owner is not None and not owner.failing for owner in self.owners)
+        serving = {id(owner): owner for owner in self.owners if owner is not None}
+        reached = sum(1 for node in serving.values()
+                      if node is self.myself or not (node.suspected or node.failing))
+        return reached >= len(serving) // 2 + 1
 
     def assigned_slots(self) -> int:
         return sum(1 for owner in self.owners if owner is not None)
@@ -242,8 +244,8 @@ class ClusterView:
                         first = key
                     elif key != first:
                         multiple = True
-                    if not pubsub:
-                        if client.db.data.get(key) is None:
+                    if not pubsub:  # a key logically expired counts as missing
+                        if client.db.data.get(key) is None or client.db.is_expired(key):
                             missing += 1
                         else:
                             existing += 1
@@ -310,38 +312,52 @@ class ClusterView:
 
     def learn(self, other: ClusterView) -> None:
         """What `other` says of itself: its role, epoch and slots (Valkey's handling of a
-        PING/PONG header: a claim with a greater config epoch wins the slot)."""
-        sender = self.nodes.get(other.myself.id)
-        if sender is None:
-            sender = self.meet_node(other.myself)
+        PING/PONG header: a claim with a greater config epoch wins the slot). A node this
+        one forgot (CLUSTER FORGET) stays away until its ban ends."""
         them = other.myself
+        if them.id in self.forgotten_ids and self.forgotten_ids[them.id] > self.state.now:
+            return
+        sender = self.nodes.get(them.id)
+        if sender is None:
+            sender = self.meet_node(them)
         sender.config_epoch = them.config_epoch
         sender.repl_offset = them.repl_offset
         sender.shard_id = them.shard_id
-        sender.primary = None if them.primary is None else self.nodes.get(them.primary.id)
+        sender.hostname = them.hostname
+        if them.primary is None:
+            sender.primary = None
+        else:
+            sender.primary = self.nodes.get(them.primary.id) or self.meet_node(them.primary)
         sender.failing = sender.suspected = False
         sender.connected = True
         self.current_epoch = max(self.current_epoch, other.current_epoch)
-        if not sender.is_primary:
-            return
-        lost = False
-        for slot in range(SLOTS):
-            if other.owners[slot] is them:
-                owner = self.owners[slot]
-                if owner is sender:
-                    continue
-                if slot in self.importing:  # ours to take, by SETSLOT NODE
-                    continue
-                if owner is None or owner.config_epoch < sender.config_epoch:
-                    lost = lost or owner is self.myself
-                    self.owners[slot] = sender
-                    self.migrating.pop(slot, None)
-        if lost and self.myself.is_primary and self.myself not in self.owners:
-            # every slot went to the sender (our replica took over): follow it
-            self.myself.primary = sender
-            if self.bus is not None and self.bus.follow is not None:
-                self.bus.follow(self.state, other.state)
+        if sender.is_primary:
+            self._take_claims(other, sender)
 
+    def _take_claims(self, other: ClusterView, sender: ClusterNode) -> None:
+        """The slots `sender` claims with a greater config epoch are its now; a primary that
+        lost them stops serving them (its blocked clients are redirected, its shard
+        channels closed), and one that lost every slot to its own replica follows it."""
+        them = other.myself
+        taken: list[int] = []
+        for slot in range(SLOTS):
+            if other.owners[slot] is not them:
+                continue
+            owner = self.owners[slot]
+            if owner is sender or slot in self.importing:  # importing: ours by SETSLOT NODE
+                continue
+            if owner is None or owner.config_epoch < sender.config_epoch:
+                if owner is self.primary_of(self.myself):
+                    taken.append(slot)
+                self.owners[slot] = sender
+                self.migrating.pop(slot, None)
+        if not taken:
+            return
+        drop_shard_channels(self.state, set(taken))
+        redirect_blocked_clients(self)
+        myself = self.myself
+        if myself.is_primary and myself not in self.owners:
+            follow_primary(self, sender)
     def meet_node(self, template: ClusterNode) -> ClusterNode:
         """A node this view did not know: its own copy of it."""
         node = ClusterNode(template.id, template.host, template.port, template.bus_port)
@@ -446,18 +462,6 @@ class Bus:
                              and self._majority_seen(v, primaries, quorum)), None)
                 if heir is not None and not heir.state.config["cluster-replica-no-failover"]:
                     self.promote(heir.state)
-
-    def in_majority(self, view: ClusterView) -> bool:
-        """`view` reaches most primaries (counting those unseen for less than the node
-        timeout); only a primary's own health depends on it."""
-        primaries = [v for v in self.views if v.myself.is_primary]
-        if not view.myself.is_primary or len(primaries) < 2:
-            return True
-        timeout = view.state.config["cluster-node-timeout"]
-        now = view.state.clock.now_ms()
-        reached = sum(1 for p in primaries if p is view or self.sees(view, p) or
-                      now - self.unseen_since.get((view.myself.id, p.myself.id), now) <= timeout)
-        return reached >= len(primaries) // 2 + 1
 
     def _majority_seen(self, view: ClusterView, primaries: list[ClusterView], quorum: int) -> bool:
         return sum(1 for p in primaries if p is view or self.sees(view, p)) >= quorum
