@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-test
 HOST ?= 127.0.0.1
 PORT ?= 6379
 
-.PHONY: serve build test test-fakekey test-valkey lint bench venv clean tools
+.PHONY: serve build test test-fakekey test-valkey lint bench venv clean tools node
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,8 +35,15 @@ tools:
 		  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-tools; } \
 		  || echo "redis-tools is not installed: apt-get install redis-tools (redis-cli, redis-benchmark)"; }
 
+# The Node examples' packages (ioredis, node-redis) for the tests that run Node clients,
+# when npm is here; without it those tests skip with a reason.
+node:
+	@command -v npm >/dev/null || { echo "npm is not installed: the Node client tests will skip"; exit 0; }; \
+		[ -d examples/node/node_modules ] || npm ci --prefix examples/node --silent --no-audit --no-fund \
+		|| echo "npm ci failed: the Node client tests will skip"
+
 # Every test: unit tests, and the conformance suite against fakekey AND a real valkey-server.
-test: lint build tools
+test: lint build tools node
 	$(PY) -m pytest -q -n 2 tests
 	FAKEKEY_PURE=1 FAKEKEY_TARGETS=fakekey $(PY) -m pytest -q -n 2 -m 'not packaging' tests
 
