@@ -30,6 +30,8 @@ class Table:
 
     def __init__(self) -> None:
         self.shards: list[dict[bytes, Any]] = [{}]
+        # the whole table while it is one dict (None once split): no hash to compute
+        self.one: dict[bytes, Any] | None = self.shards[0]
         # the shard of a key is its hash & mask, in native ints: half of all hashes do
         # not fit mypyc's tagged int, and a boxed & would cost more than the dict lookup
         self.mask: i64 = 0
@@ -38,16 +40,13 @@ class Table:
     # --- reads ---------------------------------------------------------------------------
 
     def get(self, key: bytes, default: Any = None) -> Any:
-        h: i64 = hash(key)
-        return self.shards[h & self.mask].get(key, default)
+        return self.shard(key).get(key, default)
 
     def __getitem__(self, key: bytes) -> Any:
-        h: i64 = hash(key)
-        return self.shards[h & self.mask][key]
+        return self.shard(key)[key]
 
     def __contains__(self, key: object) -> bool:
-        h: i64 = hash(key)
-        return key in self.shards[h & self.mask]
+        return key in self.shard(key)
 
     def __len__(self) -> int:
         return self.size
@@ -74,8 +73,7 @@ class Table:
     # --- writes --------------------------------------------------------------------------
 
     def __setitem__(self, key: bytes, value: Any) -> None:
-        h: i64 = hash(key)
-        shard = self.shards[h & self.mask]
+        shard = self.shard(key)
         before = len(shard)
         shard[key] = value
         if len(shard) != before:
@@ -85,8 +83,7 @@ class Table:
 
     def put(self, key: bytes, value: Any) -> Any:
         """Store `value` (never None) at `key`; the value it replaces, or None."""
-        h: i64 = hash(key)
-        shard = self.shards[h & self.mask]
+        shard = self.shard(key)
         old = shard.get(key)
         shard[key] = value
         if old is None:
@@ -116,10 +113,14 @@ class Table:
 
     def clear(self) -> None:
         self.shards = [{}]
+        self.one = self.shards[0]
         self.mask = 0
         self.size = 0
 
     def shard(self, key: object) -> dict[bytes, Any]:
+        one = self.one
+        if one is not None:
+            return one
         h: i64 = hash(key)
         return self.shards[h & self.mask]
 
@@ -128,6 +129,7 @@ class Table:
         whole = self.shards[0]
         shards: list[dict[bytes, Any]] = [{} for _ in range(SHARDS)]
         self.shards = shards
+        self.one = None
         self.mask = SHARDS - 1
         for key, value in whole.items():
             self.shard(key)[key] = value
