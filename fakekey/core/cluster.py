@@ -134,6 +134,7 @@ class ClusterView:
         self.forgotten_ids: dict[str, int] = {}  # CLUSTER FORGET's black list: id -> until (ms)
         self.handshakes: dict[str, int] = {}  # MEET to an address nobody answers: id -> drop at (ms)
         self.alive = True  # False while its process is "killed" (Cluster.kill)
+        self.ok = False  # cluster_state:ok, as `refresh` last found it
         self.down_since = 0
 
     # --- what the view says ---------------------------------------------------------------
@@ -163,6 +164,15 @@ class ClusterView:
         return [n for n in self.nodes.values() if n.primary is node]
 
     def healthy(self) -> bool:
+        """cluster_state:ok as last worked out (`refresh`): routing reads it on every
+        keyed command, so it is not recomputed there (Valkey's is its cron's too)."""
+        return self.ok
+
+    def refresh(self) -> None:
+        """Work out cluster_state again, after a change to the view (and at each cron)."""
+        self.ok = self.compute_health()
+
+    def compute_health(self) -> bool:
         """cluster_state:ok, as Valkey's clusterUpdateState decides: every slot served by
         a node not failed (unless full coverage is not required), and most of the primaries
         that serve slots within reach (not suspected): the minority side of a partition,
@@ -307,6 +317,7 @@ class ClusterView:
 
     def announce(self) -> None:
         """Tell the nodes that can see this one what it now claims (gossip, at once)."""
+        self.refresh()
         if self.bus is not None:
             self.bus.publish(self)
 
@@ -333,6 +344,7 @@ class ClusterView:
         self.current_epoch = max(self.current_epoch, other.current_epoch)
         if sender.is_primary:
             self._take_claims(other, sender)
+        self.refresh()
 
     def _take_claims(self, other: ClusterView, sender: ClusterNode) -> None:
         """The slots `sender` claims with a greater config epoch are its now; a primary that
@@ -441,6 +453,8 @@ class Bus:
                 if now - since > timeout:
                     node.suspected = True
         self._agree_on_failures(live)
+        for view in live:
+            view.refresh()
 
     def _agree_on_failures(self, live: list[ClusterView]) -> None:
         """A node suspected by most primaries fails; its shard's first live replica that
@@ -469,10 +483,11 @@ class Bus:
     def rejoined(self, view: ClusterView) -> None:
         """A node back (restarted, healed): it and the others exchange what they claim; a
         primary whose slots went to its replica becomes that replica's replica."""
-        for other in self.views:
-            if other is not view and self.sees(view, other):
-                view.learn(other)
-                other.learn(view)
+        others = [o for o in self.views if o is not view and self.sees(view, o)]
+        for other in others:  # first what it missed (it may follow a new primary)...
+            view.learn(other)
+        for other in others:  # ...then what it is now
+            other.learn(view)
 
     def at(self, host: str, port: int) -> ClusterView | None:
         """The live node of this cluster listening at host:port."""
@@ -538,6 +553,7 @@ def enable_cluster(state: ServerState, host: str, port: int) -> ClusterView:
     myself = ClusterNode(new_node_id(), host, port, state.config["cluster-port"])
     view = ClusterView(state, myself)
     state.cluster = view
+    view.refresh()
     del state.dbs[state.config["cluster-databases"]:]
     for db in state.dbs:
         index = SlotIndex()
@@ -609,6 +625,7 @@ def redirect_blocked_clients(view: ClusterView) -> None:
     while the cluster is down; MOVED (or `Hash slot not served`) once this node no longer
     serves their slot and does not import it. Valkey's clientsCron does it within a
     tick; here it is done as soon as the view changes."""
+    view.refresh()
     healthy = view.healthy()
     for client in list(view.state.clients.values()):
         waiter = client.blocked
@@ -688,6 +705,7 @@ def reset_view(view: ClusterView, hard: bool) -> None:
         view.current_epoch = view.last_vote_epoch = myself.config_epoch = 0
         myself.id = new_node_id()
         view.nodes = {myself.id: myself}
+    view.refresh()
 
 
 def replica_views(view: ClusterView) -> list[ClusterView]:

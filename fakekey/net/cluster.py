@@ -21,11 +21,14 @@ from fakekey.persistence.replicas import ReplicaFeed, attach, promote
 
 
 class Node:
-    """One node of a Cluster: its server, address, id and role as started."""
+    """One node of a Cluster: its server, address, id and role (as it is now)."""
 
-    def __init__(self, server: Server, role: str) -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
-        self.role = role
+
+    @property
+    def role(self) -> str:
+        return "primary" if self.view.myself.is_primary else "replica"
 
     @property
     def host(self) -> str:
@@ -130,8 +133,7 @@ class Cluster:
             server = Server(self.host, port, config=self.config, cluster_enabled="yes", **self.settings)
             server._loop = asyncio.get_running_loop()
             await server.start_async()
-            role = "primary" if i < self.primaries_count else "replica"
-            self.nodes.append(Node(server, role))
+            self.nodes.append(Node(server))
         self._form()
 
     def _form(self) -> None:
@@ -155,8 +157,9 @@ class Cluster:
         for view, (first, last) in zip(views, split_slots(self.primaries_count), strict=False):
             for slot in range(first, last + 1):
                 view.claim(slot, view.myself)
-        for k, replica in enumerate(self.replicas):
-            self._attach(replica, self.primaries[k % self.primaries_count])
+        firsts = self.nodes[:self.primaries_count]  # as started: the primaries, then replicas
+        for k, replica in enumerate(self.nodes[self.primaries_count:]):
+            self._attach(replica, firsts[k % self.primaries_count])
         self.bus.promote = promote
         self.bus.follow = attach
         for view in views:
@@ -226,10 +229,6 @@ class Cluster:
     def failover(self, node: Node) -> None:
         """CLUSTER FAILOVER on `node`, a replica: it becomes its shard's primary."""
         self._on_loop(promote, node.server.state)
-        node.role = "primary"
-        for other in self.nodes:
-            if other is not node and not other.view.myself.is_primary and other.role == "primary":
-                other.role = "replica"
 
     def kill(self, node: Node) -> None:
         """The node's process dies: connections refused, its peers stop hearing from it
@@ -290,7 +289,9 @@ class Cluster:
     # --- helpers -----------------------------------------------------------------------------
 
     def node_for_slot(self, slot: int) -> Node:
-        owner = self.nodes[0].view.owners[slot]
+        """The node serving `slot`, as a live node sees it."""
+        seer = next((n for n in self.nodes if n.view.alive), self.nodes[0])
+        owner = seer.view.owners[slot]
         for node in self.nodes:
             if owner is not None and node.node_id == owner.id:
                 return node

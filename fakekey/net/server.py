@@ -989,6 +989,7 @@ class Server:
                 clients_cron(state, self._cron_clients)
                 if state.cluster is not None:  # node timeouts, failover, unanswered MEETs
                     state.cluster.drop_stale_handshakes(state.clock.now_ms())
+                    state.cluster.refresh()
                     if state.cluster.bus is not None:
                         state.cluster.bus.tick(state.clock.now_ms())
             except Exception:  # noqa: BLE001 - the cron must never die

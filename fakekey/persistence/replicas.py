@@ -130,7 +130,10 @@ def promote(replica: ServerState) -> None:
             other.state.feed = None
             if old_feed.offset > replica.repl_offset:
                 replica.repl_offset = old_feed.offset
-        if view.bus.sees(view, other):  # one dead or cut off learns it on its return
+        # the old primary learns it from the claim below (its blocked clients are told
+        # MOVED, then it follows); the other replicas follow now; one dead or cut off
+        # learns it on its return
+        if other.myself.id != old_id and view.bus.sees(view, other):
             other.myself.primary = other.nodes.get(view.myself.id) or other.meet_node(view.myself)
             attach(other.state, replica)
     feed = replica.feed
