@@ -15,11 +15,16 @@
 
 An envelope is a mapping with `id`, `type`, `data` and optionally `source`, `time`,
 `trace` (str or bytes values), written in the mapping's order.
+
+On a cluster (redis-py's `RedisCluster`) a topic's keys share one slot (`emq:{topic}:`), so
+the topic lives on one shard, and the blocking XREADGROUP parks on a connection to it; a
+PUBLISH reaches subscribers on every node.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -28,8 +33,10 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import redis
+from redis.exceptions import RedisClusterException
 
-from fakekey.emq.consumer import ParkingConnection
+from fakekey.emq.connections import ParkingConnection, send_verb
+from fakekey.emq.consumer import BeatError, RedisClient
 
 ENVELOPE_FIELDS = ("id", "type", "data", "source", "time", "trace")
 REQUIRED_FIELDS = ("id", "type", "data")
@@ -59,7 +66,7 @@ def _text(value: Any) -> str:
 class Bus:
     """The bus of `topic` (keys `emq:{topic}:stream`, `:dlq`, `:failures:<entry id>`)."""
 
-    def __init__(self, client: redis.Redis, topic: str, *, wire: int = 4, maxlen: int = 0,
+    def __init__(self, client: RedisClient, topic: str, *, wire: int = 4, maxlen: int = 0,
                  failures_ttl_ms: int = 86_400_000) -> None:
         if wire not in (4, 6):
             raise ValueError("wire must be 4 (built-ins) or 6 (verbs)")
@@ -96,7 +103,7 @@ class Bus:
         words = envelope_words(envelope)
         key = stream or self.stream
         if self.wire == 6:
-            return _text(self.client.execute_command("EMQ.PUBLISH", 1, key, self.maxlen, *words))
+            return _text(send_verb(self.client, key, "EMQ.PUBLISH", 1, key, self.maxlen, *words))
         return _text(self.client.execute_command("XADD", key, *self._trim(), "*", *words))
 
     def append_batch(self, envelopes: Iterable[Envelope]) -> list[str]:
@@ -107,7 +114,8 @@ class Bus:
             return []
         if self.wire == 6:
             words = [word for envelope in batch for word in (len(envelope) // 2, *envelope)]
-            return [_text(i) for i in self.client.execute_command("EMQ.APPEND", 1, self.stream, self.maxlen, *words)]
+            ids = send_verb(self.client, self.stream, "EMQ.APPEND", 1, self.stream, self.maxlen, *words)
+            return [_text(i) for i in ids]
         pipe = self.client.pipeline(transaction=False)
         for words in batch:
             pipe.execute_command("XADD", self.stream, *self._trim(), "*", *words)
@@ -122,7 +130,7 @@ class Bus:
         """Counts one more failure of a stream entry (with the bus's TTL); returns the count."""
         key = self.key(f"failures:{entry_id}")
         if self.wire == 6:
-            return int(self.client.execute_command("EMQ.FAILURES.INCR", 1, key, self.failures_ttl_ms))
+            return int(send_verb(self.client, key, "EMQ.FAILURES.INCR", 1, key, self.failures_ttl_ms))
         count = int(self.client.execute_command("INCR", key))
         self.client.execute_command("PEXPIRE", key, self.failures_ttl_ms)
         return count
@@ -174,7 +182,7 @@ class StreamConsumer:
         self._running = threading.Event()
         self._thread: threading.Thread | None = None
         self._park: ParkingConnection | None = None
-        self.last_error: redis.RedisError | None = None
+        self.last_error: BeatError | None = None
 
     def run(self) -> None:
         """Passes until `stop()`. A pass the server refuses or a lost connection ends that
@@ -187,7 +195,7 @@ class StreamConsumer:
                     self.reclaim_once()
                     if not self._stopping.is_set():
                         self.read_once(block=True)
-                except redis.RedisError as error:
+                except (redis.RedisError, RedisClusterException) as error:
                     self.counts["errors"] += 1
                     self.last_error = error
                     self._close_park()
@@ -215,7 +223,8 @@ class StreamConsumer:
         while self._running.is_set() and time.monotonic() < deadline:
             park = self._park  # the loop thread may clear it meanwhile
             if park is not None:
-                park.unblock()
+                with contextlib.suppress(redis.RedisError):  # the loop may be closing it
+                    park.unblock()
             time.sleep(0.005)
         if self._thread is not None:
             self._thread.join(max(0.0, deadline - time.monotonic()))
@@ -243,8 +252,10 @@ class StreamConsumer:
             argv += ["BLOCK", self.block_ms]
         argv += ["STREAMS", self.bus.stream, ">"]
         if block:
+            if self._park is not None and not self._park.serves(self.bus.client, self.bus.stream):
+                self._close_park()  # the topic's slot moved (a failover): block on its new node
             if self._park is None:
-                self._park = ParkingConnection(self.bus.client)
+                self._park = ParkingConnection(self.bus.client, self.bus.stream)
             reply = self._park.call(*argv)
         else:
             reply = self.bus.client.execute_command(*argv)

@@ -25,6 +25,7 @@ with the same defaults as wire 4.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import threading
 import time
@@ -34,10 +35,18 @@ from functools import partial
 from typing import Any
 
 import redis
+from redis.cluster import RedisCluster
+from redis.exceptions import RedisClusterException
 
+from fakekey.emq.connections import ParkingConnection, disconnect_client, named_client
 from fakekey.emq.queue import ClaimedJob, LaneJob, Queue, WireError
 
 Job = ClaimedJob | LaneJob
+RedisClient = redis.Redis | RedisCluster  # one server, or a cluster (the queue on its shard)
+# what ends a beat: a refusal, a lost connection, or (on a cluster) no node known for the
+# queue's slot yet, as during a failover; the loop backs off and goes on
+BeatError = redis.RedisError | RedisClusterException
+LEASE_GONE = ("EMQSTATE", "EMQFENCE")  # a settlement's refusal: the lease was recovered
 Handler = Callable[[Job], Any]
 # outcome names passed to `on_settle`
 COMPLETED, SCHEDULED, DEAD, LOST = "completed", "scheduled", "dead", "lost"
@@ -68,11 +77,12 @@ class Consumer:
       refused: the job belongs to another worker now).
 
     `counts` tallies beats, wakes, claims, empty claims, heartbeats, outcomes and errors
-    (a beat the server refused, or a lost connection: `last_error`; the loop backs off
-    one beat and goes on).
+    (a beat the server refused, a lost connection, or on a cluster no node known for the
+    queue's slot yet: `last_error`; the loop backs off one beat and goes on), and
+    `heartbeat_errors` (an extension that failed short of a refusal: tried again).
     """
 
-    def __init__(self, client: redis.Redis, name: str, handler: Handler, *, wire: int = 4,
+    def __init__(self, client: RedisClient, name: str, handler: Handler, *, wire: int = 4,
                  lease_ms: int = 30_000, beat: float = 1.0, recovery: str | None = None,
                  max_stalls: int = 1, batch: int = 100, drain: tuple[str, ...] | None = None,
                  backoff: Callable[[int], int] | int = 1000,
@@ -108,7 +118,7 @@ class Consumer:
         self._thread: threading.Thread | None = None
         self._park: ParkingConnection | None = None
         self._loop_thread: threading.Thread | None = None
-        self.last_error: redis.RedisError | None = None
+        self.last_error: BeatError | None = None
         self._heartbeat: _Heartbeat | None = None
 
     # --- the loop ------------------------------------------------------------------------
@@ -125,17 +135,17 @@ class Consumer:
                     self.beat_once()
                     if not self._stopping.is_set():
                         self._park_once()
-                except redis.RedisError as error:
+                except (redis.RedisError, RedisClusterException) as error:
                     self._back_off(error)
         finally:
             self._close_park()
             if self._heartbeat is not None:
                 self._heartbeat.close()
                 self._heartbeat = None
-            self._own.connection_pool.disconnect()  # the consumer's own connections
+            disconnect_client(self._own)  # the consumer's own connections
             self._running.clear()
 
-    def _back_off(self, error: redis.RedisError) -> None:
+    def _back_off(self, error: BeatError) -> None:
         self.counts["errors"] += 1
         self.last_error = error
         self._close_park()  # it may be the broken connection; the next park opens another
@@ -257,7 +267,7 @@ class Consumer:
         try:
             outcome = send()
         except redis.ResponseError as error:
-            if str(error).startswith(("EMQSTATE", "EMQFENCE")):
+            if lease_gone(error):
                 return LOST
             raise
         return outcome if outcome in (COMPLETED, SCHEDULED, DEAD) else default
@@ -271,8 +281,11 @@ class Consumer:
     # --- the park ------------------------------------------------------------------------
 
     def _park_once(self) -> None:
+        wake = self.queue.key("wake")
+        if self._park is not None and not self._park.serves(self._own, wake):
+            self._close_park()  # the queue's slot moved (a failover): park on its new node
         if self._park is None:
-            self._park = ParkingConnection(self._own)
+            self._park = ParkingConnection(self._own, wake)
         if self.park == "claim":
             self._park_on_claim(self._park)
             return
@@ -298,7 +311,8 @@ class Consumer:
     def _unblock_park(self) -> None:
         park = self._park  # the loop thread may clear it meanwhile
         if park is not None:
-            park.unblock()
+            with contextlib.suppress(redis.RedisError):  # the loop may be closing its connections
+                park.unblock()
 
     def _close_park(self) -> None:
         park, self._park = self._park, None
@@ -307,37 +321,6 @@ class Consumer:
 
 
 _CONSUMER_SEQ = itertools.count(1)
-
-
-def named_client(client: redis.Redis, name: str) -> redis.Redis:
-    """A client like `client` (its class, its pool's class and connection settings) whose
-    connections all take the name `name` (CLIENT SETNAME as they connect)."""
-    pool = client.connection_pool
-    settings = {**pool.connection_kwargs, "client_name": name}
-    own_pool = type(pool)(connection_class=pool.connection_class, **settings)
-    return type(client)(connection_pool=own_pool)
-
-
-class ParkingConnection:
-    """A connection of its own for a blocking command (BLPOP, XREADGROUP BLOCK), so that
-    another thread can end exactly that wait with CLIENT UNBLOCK."""
-
-    def __init__(self, client: redis.Redis) -> None:
-        self.client = client
-        pool = client.connection_pool
-        self.connection = pool.connection_class(**pool.connection_kwargs)
-        self.id = int(self.call("CLIENT", "ID"))
-
-    def call(self, *argv: Any) -> Any:
-        self.connection.send_command(*argv)
-        return self.connection.read_response()
-
-    def unblock(self) -> None:
-        """Ends the wait (the command answers as on its timeout); a no-op when not waiting."""
-        self.client.execute_command("CLIENT", "UNBLOCK", self.id)
-
-    def close(self) -> None:
-        self.connection.disconnect()
 
 
 class _Heartbeat:
@@ -392,12 +375,23 @@ class _Heartbeat:
         return self.closed or self.turn != turn
 
     def _extend(self, job: Job) -> bool:
+        """False once the lease is gone. Any other failure (a node down, a failover under
+        way) keeps the job: the lease may live on (a promoted replica holds it), and the
+        next interval tries again."""
         try:
             self.consumer.extend(job)
-        except redis.ResponseError:
-            return False
+        except (redis.RedisError, RedisClusterException) as error:
+            if isinstance(error, redis.ResponseError) and lease_gone(error):
+                return False
+            self.consumer.counts["heartbeat_errors"] += 1
+            return True
         self.consumer.counts["heartbeats"] += 1
         return True
+
+
+def lease_gone(error: redis.ResponseError) -> bool:
+    """Whether a refusal says the lease was recovered (and may be someone else's now)."""
+    return str(error).startswith(LEASE_GONE)
 
 
 def blpop_timeout(beat: float) -> str:

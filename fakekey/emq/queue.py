@@ -10,7 +10,9 @@
   raise `WireError`; the doorbell rule (`set_ring`) has both forms.
 
 The client is anything with redis-py's `execute_command` (redis-py's `Redis`, RESP2 or
-RESP3, `decode_responses` either way).
+RESP3, `decode_responses` either way), or a cluster client (redis-py's `RedisCluster`): a
+queue's keys share one slot, so the queue lives on the shard serving it
+(`fakekey.emq.connections` says how each command gets there).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
+from fakekey.emq.connections import send_verb
 from fakekey.emq.scripts import run_script
 
 # Key positions: "row" is the job's row, "prefix" the queue's `emq:{Q}:`, any other word is
@@ -181,11 +184,15 @@ class Queue:
         seconds, micros = self.client.execute_command("TIME")
         return int(seconds) * 1000 + int(micros) // 1000
 
+    def _verb(self, *argv: Any) -> Any:
+        """A verb of this queue (on a cluster, sent to the queue's shard)."""
+        return send_verb(self.client, self.prefix, *argv)
+
     def _flat(self, name: str, args: list[Any], job_id: str | None = None) -> Any:
         verb, verb_keys, extra_keys = _FLAT[name]
         if self.wire == 6:
             keys = self._keys(verb_keys, job_id)
-            return self.client.execute_command(f"EMQ.{verb}", len(keys), *keys, *args)
+            return self._verb(f"EMQ.{verb}", len(keys), *keys, *args)
         keys = self._keys(verb_keys + extra_keys, job_id)
         return run_script(self.client, name, keys, [*args, self.now_ms()])
 
@@ -196,7 +203,7 @@ class Queue:
         if keys is None:
             keys = self._keys(_LANES[name], job_id)
         if self.wire == 6:
-            return self.client.execute_command(f"EMQ.{_LANE_VERBS[name]}", len(keys), *keys, *args)
+            return self._verb(f"EMQ.{_LANE_VERBS[name]}", len(keys), *keys, *args)
         return run_script(self.client, name, keys, [*args, self.now_ms()] if now else args)
 
     # flat jobs
@@ -230,14 +237,14 @@ class Queue:
             raise WireError(f"EMQ.{verb} is a verb: the claims that wait need wire=6")
         argv = [f"EMQ.{verb}", len(keys), *keys, lease_ms, timeout_ms]
         if via is None:
-            return self.client.execute_command(*argv)
+            return self._verb(*argv)
         return via(*argv) if callable(via) else via.execute_command(*argv)
 
     def set_ring(self, rule: str) -> None:
         """The queue's doorbell rule: `lanes` (the seed's) or `all` (every claimable
         transition pushes a token): EMQ.RING on wire 6, @ring on wire 4."""
         if self.wire == 6:
-            self.client.execute_command("EMQ.RING", 1, self.key("meta"), rule)
+            self._verb("EMQ.RING", 1, self.key("meta"), rule)
         else:
             run_script(self.client, "ring", [self.key("meta")], [rule, self.now_ms()])
 
@@ -248,9 +255,9 @@ class Queue:
             raise WireError("EMQ.TIMER is a verb: the server's timer needs wire=6")
         meta = self.key("meta")
         if on:
-            self.client.execute_command("EMQ.TIMER", 1, meta, "ON", batch, limit, max_stalls)
+            self._verb("EMQ.TIMER", 1, meta, "ON", batch, limit, max_stalls)
         else:
-            self.client.execute_command("EMQ.TIMER", 1, meta, "OFF")
+            self._verb("EMQ.TIMER", 1, meta, "OFF")
 
     def extend(self, job_id: str, fence: int, lease_ms: int) -> int:
         """Extends a lease; returns the new deadline (ms)."""

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from fakekey.emq.connections import on_node_of
+
 PRELUDE_MARK = "--@prelude"
 _PRELUDE_FILE = "_prelude.lua"
 
@@ -65,7 +67,10 @@ def _is_noscript(error: Exception) -> bool:
 
 def run_script(client: Any, name: str, keys: Sequence[str | bytes], args: list[Any]) -> Any:
     """Runs script `name` with EVALSHA on a redis-py style client (`execute_command`),
-    loading it with SCRIPT LOAD and retrying once when the server answers NOSCRIPT."""
+    loading it with SCRIPT LOAD and retrying once when the server answers NOSCRIPT. On a
+    cluster the script is loaded on the node of its keys (the one that answered NOSCRIPT:
+    a script cache is per node, and a replica promoted since has none), not on every
+    primary, which would fail while any of them is down."""
     script = SCRIPTS[name]
     argv = [script.sha, len(keys), *keys, *args]
     try:
@@ -73,5 +78,5 @@ def run_script(client: Any, name: str, keys: Sequence[str | bytes], args: list[A
     except Exception as error:  # redis-py's NoScriptError; the client's own error types vary
         if not _is_noscript(error):
             raise
-    client.execute_command("SCRIPT", "LOAD", script.source)
+    on_node_of(client, keys[0], "SCRIPT", "LOAD", script.source)
     return client.execute_command("EVALSHA", *argv)
