@@ -161,6 +161,19 @@ DEBUG_HELP = [
     "    unit tests to simulate error replies.",
     "LOG <message>",
     "    Write <message> to the server log.",
+    "RELOAD [option ...]",
+    "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
+    "    * MERGE: conflicting keys will be loaded from RDB.",
+    "    * NOFLUSH: the existing database will not be removed before load, but",
+    "      conflicting keys will generate an exception and kill the server.",
+    "    * NOSAVE: the database will be loaded from an existing RDB file.",
+    "    Examples:",
+    "    * DEBUG RELOAD: verify that the server is able to persist, flush and reload",
+    "      the database.",
+    "    * DEBUG RELOAD NOSAVE: replace the current database with the contents of an",
+    "      existing RDB file.",
+    "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
+    "      file to the database.",
     "PROTOCOL <type>",
     "    Reply with a test value of the specified type. <type> can be: string,",
     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
@@ -262,6 +275,22 @@ def debug_protocol(c: Client, kind: bytes) -> Any:
     )
 
 
+def debug_reload(c: Client, options: list[bytes]) -> Any:
+    """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save the RDB file and load it back
+    (fakekey/persistence/manager.py)."""
+    words = {option.upper() for option in options}
+    if not words <= {b"MERGE", b"NOFLUSH", b"NOSAVE"}:
+        raise ReplyError("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
+    persistence = c.state.persistence
+    if persistence is None:
+        raise ReplyError("ERR Error trying to load the RDB dump, check server logs.")
+    error = persistence.debug_reload(save=b"NOSAVE" not in words, flush=b"NOFLUSH" not in words,
+                                     merge=b"MERGE" in words)
+    if error is not None:
+        raise ReplyError(error)
+    return OK
+
+
 def _bulk(data: bytes) -> bytes:
     return b"$%d\r\n%s\r\n" % (len(data), data)
 
@@ -295,6 +324,8 @@ def debug(c: Client, argv: list[bytes]) -> Any:
     if sub == b"set-active-expire" and argc == 3:
         c.state.active_expire = strtod_prefix(argv[2]) != 0
         return OK
+    if sub == b"reload":
+        return debug_reload(c, argv[2:])
     if sub == b"digest" and argc == 2:
         dbs = ((db.index, db.data, db.expires) for db in c.state.dbs)
         return Simple(dataset_digest(dbs, c.state.now))

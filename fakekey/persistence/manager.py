@@ -1,6 +1,10 @@
 """Persistence as Valkey runs it: load at start, save rules, SAVE/BGSAVE, the append-only
 log and its rewrite, the save at shutdown, and INFO persistence.
 
+`dbfilename` is Valkey's RDB file (rdbfile.py); the log's base files are fakekey's own
+snapshot format (snapshot.py), which also loads where an RDB file is expected (a file
+saved before fakekey wrote RDB), once.
+
 Background work (BGSAVE, BGREWRITEAOF) takes a point-in-time copy of the keyspace in one
 step (`snapshot.copied_image`), then encodes it in slices of a few milliseconds between
 event-loop turns and writes the file from a worker thread, so clients keep their service.
@@ -13,11 +17,16 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from fakekey.memory.estimate import EXPIRE_ENTRY, quick_key_size
+from fakekey.memory.eviction import STARTUP_MEMORY, used_memory
 from fakekey.persistence import aof as aoflib
+from fakekey.persistence import rdb, rdbfile
 from fakekey.persistence.aof import AppendLog, Manifest, Replayer
 from fakekey.persistence.codec import CorruptData
+from fakekey.persistence.load import Parsed, install, load_file, parse_file, read_file
 from fakekey.persistence.snapshot import (
     Image,
     LoadError,
@@ -25,7 +34,6 @@ from fakekey.persistence.snapshot import (
     copied_image,
     iter_snapshot,
     live_image,
-    parse_snapshot,
     snapshot_bytes,
     temp_name,
     write_file_atomically,
@@ -109,36 +117,16 @@ class Persistence:
         if self._load_snapshot(drop_expired=True):
             log.info("DB loaded from disk: %.3f seconds", time.monotonic() - started)
 
-    def _load_snapshot(self, drop_expired: bool, path: str | None = None) -> bool:
+    def _load_snapshot(self, drop_expired: bool, path: str | None = None, base: bool = False) -> bool:
+        """The RDB file (or a snapshot of fakekey's former format), read whole and
+        checked before anything is installed. False when there is no file."""
         path = path or self.snapshot_path()
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
+        data = read_file(path)
+        if data is None:
             return False
-        except OSError as err:
-            raise LoadError(f"{path}: {err.strerror}") from None
-        loaded = parse_snapshot(path, data)
-        state = self.state
-        now = state.clock.now_ms()
-        if loaded.libraries:
-            from fakekey.scripting.libraries import LibraryError, libraries_of
-
-            engine = libraries_of(state)
-            for code in loaded.libraries:
-                try:
-                    engine.create(code, replace=True)
-                except LibraryError as err:
-                    raise LoadError(f"{path}: a function library does not load: "
-                                    f"{err.message.decode(errors='replace')}") from None
-        for index, key, deadline, value in loaded.keys:
-            if index >= len(state.dbs):
-                raise LoadError(f"{path}: key in database {index}, but there are {len(state.dbs)} databases")
-            if drop_expired and 0 <= deadline < now:
-                self.keys_expired += 1  # expired keys are not resurrected
-                continue
-            state.dbs[index].load(key, value, deadline, now)
-            self.keys_loaded += 1
+        counts = load_file(self.state, path, data, drop_expired, announce_old_format=not base)
+        self.keys_loaded += counts.loaded
+        self.keys_expired += counts.expired
         return True
 
     def _load_log(self, manifest: Manifest) -> None:
@@ -148,7 +136,7 @@ class Persistence:
             if not os.path.exists(base):
                 raise LoadError(f"{base}: the base file the manifest names is missing")
             # keys expired by now are kept until the log is replayed at its own times
-            self._load_snapshot(drop_expired=False, path=base)
+            self._load_snapshot(drop_expired=False, path=base, base=True)
         replayer = Replayer(self.state)
         self.loading = True
         try:
@@ -217,25 +205,106 @@ class Persistence:
 
     # --- snapshots -----------------------------------------------------------------------------
 
-    def save(self) -> bool:
-        """SAVE: the snapshot now, while nothing else runs."""
+    def save(self, counted: bool = True) -> bool:
+        """SAVE: the RDB file now, while nothing else runs. `counted`: in INFO's
+        rdb_saves (DEBUG RELOAD's save is not)."""
         state = self.state
         try:
-            data = snapshot_bytes(live_image(state), state.clock.now_ms())
+            image = live_image(state)
+            data = rdbfile.rdb_bytes(image, self.save_options(image), state.clock.now_ms())
             write_file_atomically(self.snapshot_path(), [data])
         except OSError as err:
             log.warning("Failed saving the DB: %s", err.strerror)
             self.last_bgsave_ok = False
             return False
         log.info("DB saved on disk")
-        self._saved(state.dirty)
+        self._saved(state.dirty, counted)
         return True
 
-    def _saved(self, dirty_then: int) -> None:
+    def debug_reload(self, save: bool, flush: bool, merge: bool) -> str | None:
+        """DEBUG RELOAD: save the RDB file (unless NOSAVE), empty the data and the function
+        libraries (unless NOFLUSH), load the file back (MERGE: its keys replace those
+        present). The file is read and checked whole before anything is emptied, so a
+        refused one changes nothing. The error's text, or None."""
+        state = self.state
+        if save and not self.save(counted=False):
+            return "ERR"
+        path = self.snapshot_path()
+        try:
+            data = read_file(path)
+            if data is None:
+                raise LoadError(f"{path}: no such file")
+            parsed = parse_file(state, path, data)
+            if not flush and not merge and self._conflicts(parsed):
+                raise LoadError(f"{path}: a key or library of the file exists already (MERGE replaces them)")
+        except LoadError as err:
+            log.warning("%s", err)
+            return "ERR Error trying to load the RDB dump, check server logs."
+        dirty = state.dirty
+        if flush:
+            self._empty_data()
+        try:
+            counts = install(state, parsed, drop_expired=True, merge=merge)
+        except LoadError as err:  # a library that does not compile here
+            log.warning("%s", err)
+            return "ERR Error trying to load the RDB dump, check server logs."
+        finally:
+            state.dirty = dirty  # loading is no change (as Valkey's dbAddRDBLoad)
+        self.keys_loaded, self.keys_expired = counts.loaded, counts.expired
+        log.info("DB reloaded by DEBUG RELOAD")
+        return None
+
+    def _conflicts(self, parsed: Parsed) -> bool:
+        """Whether the file holds a key or a library the server has already."""
+        dbs = self.state.dbs
+        if any(key in dbs[index].data for index, key in parsed.stored_keys()):
+            return True
+        engine = self.state.functions
+        if engine is None or not parsed.libraries():
+            return False
+        from fakekey.scripting.libraries import LibraryError, parse_metadata
+
+        names = set()
+        for code in parsed.libraries():
+            with contextlib.suppress(LibraryError):  # a bad one fails when it is created
+                names.add(parse_metadata(code).name)
+        return not names.isdisjoint(engine.current.libraries)
+
+    def _empty_data(self) -> None:
+        """emptyData: every database and the function libraries, at once."""
+        state = self.state
+        for db in state.dbs:
+            db.flush(False)
+        if state.tracking:
+            state.tracking.flushed()
+        if state.functions is not None:
+            state.functions.flush()
+
+    def save_options(self, image: Image) -> rdbfile.SaveOptions:
+        """What an RDB file needs besides the data, read now (a background save's copy
+        is of this moment too). used-mem: the memory tracker's figure when maxmemory keeps
+        one, else the keys' estimates summed while they are written (INFO's figure)."""
+        state = self.state
+        config = self.config
+        tracked = state.memory is not None
+        expires = sum(len(expires) for _, _, expires in image.dbs)
+        return rdbfile.SaveOptions(
+            limits=rdb.Limits.of(config),
+            valkey_version=state.valkey_version,
+            ctime=state.clock.now_ms() // 1000,
+            checksum=bool(config["rdbchecksum"]),
+            lfu_decay_time=config["lfu-decay-time"],
+            used_memory=used_memory(state) if tracked else None,
+            key_cost=None if tracked else (lambda key, value: quick_key_size(key, value, state)),
+            base_memory=STARTUP_MEMORY + EXPIRE_ENTRY * expires,
+        )
+
+    def _saved(self, dirty_then: int, counted: bool = True) -> None:
         state = self.state
         state.dirty -= dirty_then
         state.lastsave = int(time.time())
-        state.stats["rdb_saves"] += 1
+        if counted:
+            state.stats["rdb_saves"] += 1
         self.last_bgsave_ok = True
 
     def bgsave_in_progress(self) -> bool:
@@ -250,12 +319,16 @@ class Persistence:
         self.save_keys_total = sum(len(data) for _, data, _ in image.dbs)
         self.bgsave_started = time.monotonic()
         log.info("Background saving started")
-        self.bgsave_task = asyncio.get_running_loop().create_task(self._bgsave(image))
+        options = self.save_options(image)
+        self.bgsave_task = asyncio.get_running_loop().create_task(self._bgsave(image, options))
 
-    async def _bgsave(self, image: Image) -> None:
+    async def _bgsave(self, image: Image, options: rdbfile.SaveOptions) -> None:
         path = self.snapshot_path()
         try:
-            chunks = await encode_in_slices(image, self.state.clock.now_ms(), self._key_delay())
+            chunks: list[bytes] = []
+            delay = self._key_delay()
+            work = rdbfile.iter_rdb(image, options, self.state.clock.now_ms(), chunks, per_key=delay > 0)
+            await run_in_slices(work, delay)
             await write_in_background(path, chunks)
         except OSError as err:
             log.warning("Background saving error: %s", err.strerror)
@@ -550,20 +623,26 @@ async def write_in_background(path: str, chunks: list[bytes]) -> None:
 
 
 async def encode_in_slices(image: Image, now_ms: int, key_delay: float = 0.0) -> list[bytes]:
-    """The snapshot's bytes, encoded a few milliseconds at a time between loop turns
-    (with rdb-key-save-delay, one key per turn after that many seconds)."""
+    """A snapshot's bytes in fakekey's own format (the log's base), encoded a slice at a
+    time between loop turns."""
     out: list[bytes] = []
-    work = iter_snapshot(image, now_ms, out, per_key=key_delay > 0)
+    await run_in_slices(iter_snapshot(image, now_ms, out, per_key=key_delay > 0), key_delay)
+    return out
+
+
+async def run_in_slices(work: Iterator[None], key_delay: float = 0.0) -> None:
+    """Run `work` a few milliseconds at a time between loop turns (with
+    rdb-key-save-delay, one key per turn after that many seconds)."""
     clock = time.perf_counter
     if key_delay:
         for _ in work:
             await asyncio.sleep(key_delay)
-        return out
+        return
     while True:
         until = clock() + SLICE_SECONDS
         for _ in work:
             if clock() >= until:
                 break
         else:
-            return out
+            return
         await asyncio.sleep(0)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import re
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,6 +70,7 @@ T_HASH_2 = 22
 TYPE_LAST = 23  # 9.1.2 knows types up to HASH_2
 
 NODE_PLAIN, NODE_PACKED = 1, 2
+STEP = 512  # elements written between two pauses of a background save
 STREAM_DELETED, STREAM_SAMEFIELDS = 1, 2
 U64 = (1 << 64) - 1
 _NO_EXPIRY = -1
@@ -81,6 +82,15 @@ class PayloadError(Exception):
 
 class FormatError(Exception):
     """The body does not decode to a value (Valkey's "Bad data format")."""
+
+
+class ShortRead(FormatError):
+    """The data ends before what it declares: a cut file, or a length past its end."""
+
+
+class EmptyKey(FormatError):
+    """A container with no elements: read whole, but no value (a file's loader skips
+    the key, as Valkey's does)."""
 
 
 class ForeignTypeError(Exception):
@@ -140,29 +150,33 @@ _CRC_TABLE = _crc_table()
 
 
 def _slice_tables() -> list[list[int]]:
-    """Slicing-by-8: table k advances a byte through k more zero bytes."""
+    """Slicing-by-16: table k advances a byte through k more zero bytes."""
     tables = [_CRC_TABLE]
-    for _ in range(7):
+    for _ in range(15):
         prev = tables[-1]
         tables.append([(v >> 8) ^ _CRC_TABLE[v & 0xFF] for v in prev])
     return tables
 
 
-_T0, _T1, _T2, _T3, _T4, _T5, _T6, _T7 = _slice_tables()
+_TABLES = _slice_tables()
+_WORD = struct.Struct("<Q")
+_BLOCK = struct.Struct("<Q8B")  # 16 bytes: the first 8 meet the CRC, the next 8 go as they are
 
 
 def crc64(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
-    """Valkey's crc64 (Jones polynomial, reflected, no final xor), 8 bytes a step."""
-    data = bytes(data)
-    words = len(data) // 8
-    t0, t1, t2, t3, t4, t5, t6, t7 = _T0, _T1, _T2, _T3, _T4, _T5, _T6, _T7
-    for word in struct.unpack_from("<%dQ" % words, data):
-        crc ^= word
-        crc = (t7[crc & 0xFF] ^ t6[(crc >> 8) & 0xFF] ^ t5[(crc >> 16) & 0xFF]
-               ^ t4[(crc >> 24) & 0xFF] ^ t3[(crc >> 32) & 0xFF] ^ t2[(crc >> 40) & 0xFF]
-               ^ t1[(crc >> 48) & 0xFF] ^ t0[crc >> 56])
-    for byte in data[words * 8 :]:
-        crc = t0[(crc ^ byte) & 0xFF] ^ (crc >> 8)
+    """Valkey's crc64 (Jones polynomial, reflected, no final xor), 16 bytes a step: the
+    CRC folds into the block's first 8 bytes, and all 16 are looked up at once (an RDB
+    file's CRC is most of its save and load time in pure Python)."""
+    view = memoryview(data).cast("B")
+    whole = len(view) // 16 * 16
+    (s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15) = _TABLES
+    pack = _WORD.pack
+    for word, c0, c1, c2, c3, c4, c5, c6, c7 in _BLOCK.iter_unpack(view[:whole]):
+        b = pack(crc ^ word)
+        crc = (s15[b[0]] ^ s14[b[1]] ^ s13[b[2]] ^ s12[b[3]] ^ s11[b[4]] ^ s10[b[5]] ^ s9[b[6]]
+               ^ s8[b[7]] ^ s7[c0] ^ s6[c1] ^ s5[c2] ^ s4[c3] ^ s3[c4] ^ s2[c5] ^ s1[c6] ^ s0[c7])
+    for byte in view[whole:]:
+        crc = s0[(crc ^ byte) & 0xFF] ^ (crc >> 8)
     return crc
 
 
@@ -172,6 +186,7 @@ _LZF_HSIZE_MASK = 0xFFFF
 _LZF_MAX_LIT = 32
 _LZF_MAX_OFF = 1 << 13
 _LZF_MAX_REF = (1 << 8) + (1 << 3)
+LZF_SLICE = 1 << 15  # input bytes compressed between two pauses of lzf_steps
 
 
 def _lzf_idx(h: int) -> int:
@@ -181,16 +196,32 @@ def _lzf_idx(h: int) -> int:
 def lzf_compress(data: bytes, out_len: int) -> bytes | None:
     """liblzf's lzf_compress (VERY_FAST, HLOG 16) into at most `out_len` bytes; None when
     the result would not fit (Valkey then stores the string as it is)."""
+    steps = lzf_steps(data, out_len)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: bytes | None = done.value
+            return result
+
+
+def lzf_steps(data: bytes, out_len: int) -> Generator[None, None, bytes | None]:
+    """lzf_compress, pausing every `LZF_SLICE` input bytes (a background save compresses
+    a long string between loop turns); the result is the generator's return value."""
     n = len(data)
     if not n or not out_len:
         return None
     htab: dict[int, int] = {}
     out = bytearray(out_len + 8)
     ip, op, lit = 0, 1, 0
+    pause_at = LZF_SLICE
     hval = (data[0] << 8) | data[1] if n > 1 else data[0] << 8
     while ip < n - 2:
+        if ip >= pause_at:
+            pause_at = ip + LZF_SLICE
+            yield
         hval = ((hval << 8) | data[ip + 2]) & 0xFFFFFFFF
-        slot = _lzf_idx(hval)
+        slot = ((hval >> 8) - hval * 5) & _LZF_HSIZE_MASK  # _lzf_idx, inline: once a byte
         ref = htab.get(slot)
         htab[slot] = ip
         if (
@@ -289,11 +320,11 @@ def lzf_decompress(data: bytes, out_len: int) -> bytes:
         length += 2
         if len(out) + length > out_len or ref < 0:
             raise FormatError("lzf reference")
-        if ref + length <= len(out):
+        distance = len(out) - ref
+        if length <= distance:
             out += out[ref : ref + length]
-        else:
-            for i in range(length):
-                out.append(out[ref + i])
+        else:  # the copy overlaps what it makes: the last `distance` bytes repeated
+            out += (out[ref:] * (length // distance + 1))[:length]
     if len(out) != out_len:
         raise FormatError("lzf length")
     return bytes(out)
@@ -376,9 +407,12 @@ def lp_int(value: int) -> bytes:
     return enc + _backlen(len(enc))
 
 
+_NUMBER_STARTS = frozenset(b"-0123456789")
+
+
 def lp_entry(data: bytes) -> bytes:
     """One listpack entry for a string (lpAppend: a canonical integer is stored as one)."""
-    if len(data) <= 20:
+    if len(data) <= 20 and data and data[0] in _NUMBER_STARTS:
         number = try_int(data)
         if number is not None:
             return lp_int(number)
@@ -416,23 +450,65 @@ def dump(value: Any, limits: Limits) -> bytes:
 
 def serialize(value: Any, limits: Limits) -> bytes:
     """The RDB object (type byte and body) of a value."""
+    out = [bytes((object_type(value),))]
+    for _ in iter_body(value, limits, out):
+        pass
+    return b"".join(out)
+
+
+def object_type(value: Any) -> int:
+    """The RDB type byte a value is written with: its encoding decides."""
+    kind = type(value)
+    if kind is bytes or kind is bytearray:
+        return T_STRING
+    if kind is ListValue:
+        return T_LIST_QUICKLIST_2
+    if kind is SetValue:
+        return T_SET_INTSET if value.enc == INTSET else T_SET_LISTPACK if value.enc == LISTPACK else T_SET
+    if kind is ZSet:
+        return T_ZSET_2 if value.skiplist else T_ZSET_LISTPACK
+    if kind is HashValue:
+        return T_HASH_LISTPACK if not value.hashtable else T_HASH_2 if value.ttls else T_HASH
+    if kind is StreamValue:
+        return T_STREAM_LISTPACKS_3
+    raise TypeError(f"cannot serialize {kind.__name__}")
+
+
+def iter_body(value: Any, limits: Limits, out: list[bytes]) -> Iterator[None]:
+    """Append the body of `value` (what follows its type byte) to `out` in pieces,
+    pausing every STEP elements: a background save writes a big value a slice at a time."""
     if isinstance(value, (bytes, bytearray)):
-        return bytes((T_STRING,)) + _string(bytes(value), limits.compression)
+        yield from iter_string(bytes(value), limits.compression, out)
+        return
     writer = _WRITERS.get(type(value))
     if writer is None:
         raise TypeError(f"cannot serialize {type(value).__name__}")
-    return writer(value, limits)
+    yield from writer(value, limits, out)
 
 
-def _write_list(value: ListValue, limits: Limits) -> bytes:
-    nodes = list_nodes(list(value), limits.list_size)
-    out = [bytes((T_LIST_QUICKLIST_2,)), _len(len(nodes))]
+def iter_string(data: bytes, compress: bool, out: list[bytes]) -> Iterator[None]:
+    """rdbSaveRawString into `out`; a long string is compressed a slice at a time."""
+    if not compress or len(data) < LZF_SLICE:
+        out.append(_string(data, compress))
+        return
+    packed = yield from lzf_steps(data, len(data) - 4)
+    if packed is None:
+        out += [_len(len(data)), data]
+    else:
+        out += [b"\xc3" + _len(len(packed)) + _len(len(data)), packed]
+
+
+def _write_list(value: ListValue, limits: Limits, out: list[bytes]) -> Iterator[None]:
+    nodes: list[tuple[bool, list[bytes]]] = []
+    yield from plan_list_nodes(list(value), limits.list_size, nodes)
+    out.append(_len(len(nodes)))
     for plain, items in nodes:
         if plain:
-            out += [_len(NODE_PLAIN), _string(items[0], limits.compression)]
+            out.append(_len(NODE_PLAIN))
+            yield from iter_string(items[0], limits.compression, out)
         else:
             out += [_len(NODE_PACKED), _string(listpack_of(items), limits.compression)]
-    return b"".join(out)
+        yield
 
 
 _NEG_FILL_LIMITS = (4096, 8192, 16384, 32768, 65536)
@@ -440,19 +516,21 @@ _SAFETY_LIMIT = 8192
 _SIZE_OVERHEAD = 8
 
 
-def list_nodes(items: list[bytes], fill: int) -> list[tuple[bool, list[bytes]]]:
-    """Quicklist nodes for a list pushed at the tail: (plain, elements) each. A whole
-    list that fits one listpack is one node (Valkey's listpack-encoded list)."""
+def plan_list_nodes(items: list[bytes], fill: int, nodes: list[tuple[bool, list[bytes]]]) -> Iterator[None]:
+    """Append the quicklist nodes of a list pushed at the tail to `nodes`, (plain,
+    elements) each, pausing every STEP elements. A whole list that fits one listpack is
+    one node (Valkey's listpack-encoded list)."""
     count_limit: int | None  # a positive fill counts elements; a negative one only bytes
     if fill >= 0:
         count_limit, size_limit = max(fill, 1), _SAFETY_LIMIT
     else:
         count_limit, size_limit = None, _NEG_FILL_LIMITS[min(-fill, 5) - 1]
     large = size_limit
-    nodes: list[tuple[bool, list[bytes]]] = []
     current: list[bytes] = []
     size = 0
-    for item in items:
+    for done, item in enumerate(items, 1):
+        if done % STEP == 0:
+            yield
         if len(item) > large:
             if current:
                 nodes.append((False, current))
@@ -471,18 +549,22 @@ def list_nodes(items: list[bytes], fill: int) -> list[tuple[bool, list[bytes]]]:
         size += len(lp_entry(item))
     if current:
         nodes.append((False, current))
-    return nodes
 
 
-def _write_set(value: SetValue, limits: Limits) -> bytes:
+def _write_set(value: SetValue, limits: Limits, out: list[bytes]) -> Iterator[None]:
+    c = limits.compression
     members = value.ordered()
     if value.enc == INTSET:
-        return bytes((T_SET_INTSET,)) + _string(intset_blob([int(m) for m in members]),
-                                               limits.compression)
+        out.append(_string(intset_blob([int(m) for m in members]), c))
+        return
     if value.enc == LISTPACK:
-        return bytes((T_SET_LISTPACK,)) + _string(listpack_of(members), limits.compression)
-    return b"".join([bytes((T_SET,)), _len(len(members)),
-                     *(_string(m, limits.compression) for m in members)])
+        out.append(_string(listpack_of(members), c))
+        return
+    out.append(_len(len(members)))
+    for done, member in enumerate(members, 1):
+        out.append(_string(member, c))
+        if done % STEP == 0:
+            yield
 
 
 def intset_blob(numbers: list[int]) -> bytes:
@@ -498,33 +580,38 @@ def intset_blob(numbers: list[int]) -> bytes:
     return width.to_bytes(4, "little") + len(numbers).to_bytes(4, "little") + body
 
 
-def _write_zset(value: ZSet, limits: Limits) -> bytes:
+def _write_zset(value: ZSet, limits: Limits, out: list[bytes]) -> Iterator[None]:
     c = limits.compression
     if not value.skiplist:
         entries: list[bytes] = []
         for score, member in value.keys:
             entries.append(lp_entry(member))
-            entries.append(lp_entry(b"0" if score == 0 else format_double(score)))
-        return bytes((T_ZSET_LISTPACK,)) + _string(listpack(entries, len(entries)), c)
+            entries.append(lp_entry(format_double(score)))  # -0 only from a loaded "-0" entry
+        out.append(_string(listpack(entries, len(entries)), c))
+        return
     keys = list(value.keys)
-    out = [bytes((T_ZSET_2,)), _len(len(keys))]
-    for score, member in reversed(keys):
-        out += [_string(member, c), struct.pack("<d", score)]
-    return b"".join(out)
+    out.append(_len(len(keys)))
+    pack = struct.Struct("<d").pack
+    for done, (score, member) in enumerate(reversed(keys), 1):  # greatest first, as Valkey
+        out += [_string(member, c), pack(score)]
+        if done % STEP == 0:
+            yield
 
 
-def _write_hash(value: HashValue, limits: Limits) -> bytes:
+def _write_hash(value: HashValue, limits: Limits, out: list[bytes]) -> Iterator[None]:
     c = limits.compression
     if not value.hashtable:
         items = [part for pair in value.fields.items() for part in pair]
-        return bytes((T_HASH_LISTPACK,)) + _string(listpack_of(items), c)
+        out.append(_string(listpack_of(items), c))
+        return
     ttls = value.ttls
-    out = [bytes((T_HASH_2 if ttls else T_HASH,)), _len(len(value.fields))]
-    for field, data in value.fields.items():
+    out.append(_len(len(value.fields)))
+    for done, (field, data) in enumerate(value.fields.items(), 1):
         out += [_string(field, c), _string(data, c)]
         if ttls:
             out.append(_ms(ttls.get(field, _NO_EXPIRY)))
-    return b"".join(out)
+        if done % STEP == 0:
+            yield
 
 
 def _stream_id(sid: tuple[int, int]) -> bytes:
@@ -565,11 +652,12 @@ def stream_node_listpack(node: Node) -> bytes:
     return listpack(parts, count)
 
 
-def _write_stream(value: StreamValue, limits: Limits) -> bytes:
+def _write_stream(value: StreamValue, limits: Limits, out: list[bytes]) -> Iterator[None]:
     c = limits.compression
-    out = [bytes((T_STREAM_LISTPACKS_3,)), _len(len(value.nodes))]
-    for node in value.nodes:
+    out.append(_len(len(value.nodes)))
+    for node in value.nodes:  # a node holds stream-node-max-entries at most: one a slice
         out += [_string(_stream_id(node.master), c), _string(stream_node_listpack(node), c)]
+        yield
     out += [_len(value.length), _len(value.last_id[0]), _len(value.last_id[1]),
             _len(value.first_id[0]), _len(value.first_id[1]),
             _len(value.max_deleted[0]), _len(value.max_deleted[1]),
@@ -578,17 +666,19 @@ def _write_stream(value: StreamValue, limits: Limits) -> bytes:
         group = value.groups[name]
         out += [_string(name, c), _len(group.last_id[0]), _len(group.last_id[1]),
                 _len(group.entries_read & U64), _len(len(group.pel))]
-        for sid, nack in group.pel.items():
+        for done, (sid, nack) in enumerate(group.pel.items(), 1):
             out += [_stream_id(sid), _ms(nack.delivery_time), _len(nack.delivery_count)]
+            if done % STEP == 0:
+                yield
         out.append(_len(len(group.consumers)))
         for consumer in group.sorted_consumers():
             out += [_string(consumer.name, c), _ms(consumer.seen_time),
                     _ms(consumer.active_time), _len(len(consumer.pel))]
             out += [_stream_id(sid) for sid in consumer.pel.ids]
-    return b"".join(out)
+            yield
 
 
-_WRITERS: dict[type, Callable[[Any, Limits], bytes]] = {
+_WRITERS: dict[type, Callable[[Any, Limits, list[bytes]], Iterator[None]]] = {
     ListValue: _write_list,
     SetValue: _write_set,
     ZSet: _write_zset,
@@ -638,14 +728,14 @@ class Reader:
     def take(self, n: int) -> bytes:
         end = self.pos + n
         if n < 0 or end > len(self.data):
-            raise FormatError("short read")
+            raise ShortRead(f"{n} bytes wanted at offset {self.pos}, {len(self.data) - self.pos} left")
         chunk = self.data[self.pos : end]
         self.pos = end
         return chunk
 
     def byte(self) -> int:
         if self.pos >= len(self.data):
-            raise FormatError("short read")
+            raise ShortRead(f"1 byte wanted at offset {self.pos}, none left")
         value = self.data[self.pos]
         self.pos += 1
         return value
@@ -739,7 +829,7 @@ def _load_string(reader: Reader, limits: Limits) -> bytes:
 
 def _nonempty(count: int) -> int:
     if count == 0:
-        raise FormatError("empty key")
+        raise EmptyKey("empty key")
     return count
 
 
@@ -770,14 +860,14 @@ def _load_quicklist(reader: Reader, limits: Limits, version: int) -> ListValue:
         else:
             value.extend(parse_ziplist(data))
     if not value:
-        raise FormatError("empty key")
+        raise EmptyKey("empty key")
     return value
 
 
 def _load_ziplist_list(reader: Reader, limits: Limits) -> ListValue:
     value = ListValue(parse_ziplist(reader.string()))
     if not value:
-        raise FormatError("empty key")
+        raise EmptyKey("empty key")
     return value
 
 
@@ -830,7 +920,9 @@ def _load_set_listpack(reader: Reader, limits: Limits) -> SetValue:
 # sorted sets
 
 
-def _zset_from(pairs: list[tuple[bytes, float]], skiplist: bool) -> ZSet:
+def _zset_from(pairs: list[tuple[bytes, float]], skiplist: bool, as_read: bool = False) -> ZSet:
+    """`as_read`: the scores as a loaded listpack holds them (its "-0" stays -0); else as
+    the encoding stores a new score."""
     value = ZSet(skiplist)
     scores: dict[bytes, float] = {}
     for member, score in pairs:
@@ -838,8 +930,8 @@ def _zset_from(pairs: list[tuple[bytes, float]], skiplist: bool) -> ZSet:
             raise FormatError("nan score")
         if member in scores:
             raise FormatError("duplicate zset member")
-        scores[member] = value._stored(score)
-    keys = sorted((score, member) for member, score in scores.items())
+        scores[member] = score if as_read else value._stored(score)
+    keys = sorted(zip(scores.values(), scores))
     value.keys = SortedKeys(keys)
     value.scores = scores
     return value
@@ -862,17 +954,20 @@ def _load_zset(reader: Reader, limits: Limits, binary: bool) -> ZSet:
     return _zset_from(pairs, skiplist=not listpack_fits)
 
 
-def _score_pairs(items: list[bytes]) -> list[tuple[bytes, float]]:
+def _score_pairs(items: list[Any]) -> list[tuple[bytes, float]]:
+    """(member, score) of a listpack's or ziplist's items. An integer entry (a listpack
+    read with raw_ints) is its own score: strtod of its digits gives the same double."""
     if len(items) % 2:
         raise FormatError("odd zset listpack")
-    return [(items[i], _parse_score(items[i + 1])) for i in range(0, len(items), 2)]
+    return [(_as_bytes(items[i]), float(score) if isinstance(score := items[i + 1], int) else _parse_score(score))
+            for i in range(0, len(items), 2)]
 
 
 def _load_zset_listpack(reader: Reader, limits: Limits, ziplist: bool = False) -> ZSet:
     data = reader.string()
-    pairs = _score_pairs(parse_ziplist(data) if ziplist else parse_listpack(data))
+    pairs = _score_pairs(parse_ziplist(data) if ziplist else parse_listpack(data, raw_ints=True))
     _nonempty(len(pairs))
-    return _zset_from(pairs, skiplist=len(pairs) > limits.zset_entries)
+    return _zset_from(pairs, skiplist=len(pairs) > limits.zset_entries, as_read=True)
 
 
 # hashes
@@ -949,7 +1044,7 @@ def _load_stream(reader: Reader, limits: Limits, version: int) -> StreamValue:
         value.entries_added = reader.length()
     else:
         value.entries_added = value.length
-        value.first_id = value.first_valid_id() or (0, 0)
+        value.first_id = value.first_valid_id() or (U64, U64)  # streamGetEdgeID of an empty one
     if value.last_id[0] > U64 or value.nodes and value.nodes[-1].ids[-1] > value.last_id:
         raise FormatError("stream last id")
     for _ in range(reader.length()):
@@ -1077,56 +1172,67 @@ def parse_listpack(data: bytes, raw_ints: bool = False) -> list[Any]:
         raise FormatError("listpack header")
     declared = int.from_bytes(data[4:6], "little")
     out: list[Any] = []
+    append = out.append
     pos = 6
     end = size - 1
     while pos < end:
         first = data[pos]
-        if first < 0x80:
-            value: Any = first
-            head = 1
-        elif first < 0xC0:
-            head, length = 1, first & 0x3F
-            value = None
-        elif first < 0xE0:
-            if pos + 2 > end:
-                raise FormatError("listpack entry")
-            raw = ((first & 0x1F) << 8) | data[pos + 1]
-            value = raw - 8192 if raw >= 4096 else raw
-            head = 2
-        elif first < 0xF0:
-            if pos + 2 > end:
-                raise FormatError("listpack entry")
-            head, length = 2, ((first & 0x0F) << 8) | data[pos + 1]
-            value = None
-        elif first == 0xF0:
-            if pos + 5 > end:
-                raise FormatError("listpack entry")
-            head, length = 5, int.from_bytes(data[pos + 1 : pos + 5], "little")
-            value = None
-        elif 0xF1 <= first <= 0xF4:
-            width = {0xF1: 2, 0xF2: 3, 0xF3: 4, 0xF4: 8}[first]
-            if pos + 1 + width > end:
-                raise FormatError("listpack entry")
-            value = int.from_bytes(data[pos + 1 : pos + 1 + width], "little", signed=True)
-            head = 1 + width
-        else:
-            raise FormatError("listpack encoding")
-        if value is None:
-            if pos + head + length > end:
-                raise FormatError("listpack string")
-            item: Any = data[pos + head : pos + head + length]
-            encoded = head + length
-        else:
-            item = value if raw_ints else b"%d" % value
-            encoded = head
+        if first < 0xC0:  # the commonest: a 7-bit integer, or a string of up to 63 bytes
+            if first < 0x80:
+                append(first if raw_ints else b"%d" % first)
+                encoded = 1
+            else:
+                encoded = 1 + (first & 0x3F)
+                if pos + encoded > end:
+                    raise FormatError("listpack string")
+                append(data[pos + 1:pos + encoded])
+            if pos + encoded >= end or data[pos + encoded] != encoded:  # a 1-byte backlen
+                raise FormatError("listpack backlen")
+            pos += encoded + 1
+            continue
+        item, encoded = _listpack_entry(data, pos, end, first, raw_ints)
         back = _backlen(encoded)
         if data[pos + encoded : pos + encoded + len(back)] != back:
             raise FormatError("listpack backlen")
         pos += encoded + len(back)
-        out.append(item)
+        append(item)
     if pos != end or (declared != 65535 and declared != len(out)):
         raise FormatError("listpack count")
     return out
+
+
+_LP_INT_WIDTHS = {0xF1: 2, 0xF2: 3, 0xF3: 4, 0xF4: 8}
+
+
+def _listpack_entry(data: bytes, pos: int, end: int, first: int, raw_ints: bool) -> tuple[Any, int]:
+    """A listpack entry of the longer encodings at `pos`: (element, encoded size)."""
+    value: int | None = None
+    if first < 0xE0:
+        if pos + 2 > end:
+            raise FormatError("listpack entry")
+        raw = ((first & 0x1F) << 8) | data[pos + 1]
+        value, head = (raw - 8192 if raw >= 4096 else raw), 2
+    elif first < 0xF0:
+        if pos + 2 > end:
+            raise FormatError("listpack entry")
+        head, length = 2, ((first & 0x0F) << 8) | data[pos + 1]
+    elif first == 0xF0:
+        if pos + 5 > end:
+            raise FormatError("listpack entry")
+        head, length = 5, int.from_bytes(data[pos + 1 : pos + 5], "little")
+    elif first in _LP_INT_WIDTHS:
+        width = _LP_INT_WIDTHS[first]
+        if pos + 1 + width > end:
+            raise FormatError("listpack entry")
+        value = int.from_bytes(data[pos + 1 : pos + 1 + width], "little", signed=True)
+        head = 1 + width
+    else:
+        raise FormatError("listpack encoding")
+    if value is not None:
+        return (value if raw_ints else b"%d" % value), head
+    if pos + head + length > end:
+        raise FormatError("listpack string")
+    return data[pos + head : pos + head + length], head + length
 
 
 def parse_ziplist(data: bytes) -> list[bytes]:
