@@ -10,17 +10,23 @@ Valkey's order, and every change the other nodes must learn is announced on the 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import itertools
 import os
+from binascii import crc_hqx
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
 from fakekey.commands.args import c_text, help_lines, try_int, wrong_args
+from fakekey.commands.scan import ScanOptions, bucket_page, hash_order, parse_cursor, parse_scan_options
 from fakekey.core.client import Client
 from fakekey.core.cluster import (
     SLOTS,
     ClusterNode,
     ClusterView,
+    SlotIndex,
     bump_epoch,
     follow_primary,
     forget_node,
@@ -35,6 +41,7 @@ from fakekey.core.cluster import (
     set_slot,
     spread_forget,
 )
+from fakekey.core.keyspace import Database, type_name
 from fakekey.core.registry import command, container, keys_range
 from fakekey.resp.replies import OK, ReplyError, Simple, Verbatim
 
@@ -991,6 +998,210 @@ for _name, _arity, _flags, _acl, _since, _complexity, _tips, _summary in CLUSTER
 
 
 # --- CLUSTERSCAN --------------------------------------------------------------------------------
+# Valkey 9.1's walk of a cluster's keys. A cursor is routed as a key (the command's one key,
+# flagged not_key): "0" begins (on the node serving slot 13907, the slot of "0"), and every
+# other cursor reads `<fingerprint>-{<tag>}-<local>`: its tag hashes to the slot to visit
+# (so a client sends it to that slot's node), the fingerprint says whose local cursor it
+# is, and the local cursor is the place in that node's slots, `bucket << 14 | slot` as
+# Valkey's kvstore cursor. A call walks from the cursor's slot through the run of slots
+# that slot's owner serves, whole buckets of each slot's keys (commands/scan.py), until
+# COUNT keys are visited; past the run, the cursor names the next slot's tag with
+# fingerprint 0 (a fresh start there, on its node), and "0" after slot 16383. SLOT, and a
+# MATCH pattern whose keys can only be in one slot, keep the walk to that slot.
+
+SLOT_BITS = 14
+SLOT_MASK = SLOTS - 1
+SLOT_ONCE = ReplyError("ERR SLOT option can only be specified once")
+SLOT_MISMATCH = ReplyError("ERR Cursor slot mismatch with SLOT argument")
+INVALID_SCAN_CURSOR = ReplyError("ERR Invalid cursor")
+TAG_ALPHABET = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+SORTED_EACH_CALL = 64  # a slot of at most this many keys is ordered anew at each call
+KEPT_ORDERS = 16  # the orders of bigger slots kept per database, the last walked
+
+
+@functools.cache
+def slot_tags() -> tuple[bytes, ...]:
+    """Valkey's crc16_slot_table (src/crc16_slottable.c): for each slot, the shortest
+    alphanumeric string that hashes to it. It is the first such string in the order of
+    TAG_ALPHABET, shorter ones first (tests check it against Valkey's); made on first use,
+    in about 25 ms (every slot is reached within 3 characters)."""
+    tags = [b""] * SLOTS
+    missing = SLOTS
+    for length in (1, 2, 3):
+        for chars in itertools.product(TAG_ALPHABET, repeat=length):
+            tag = bytes(chars)
+            slot = crc_hqx(tag, 0) & SLOT_MASK
+            if not tags[slot]:
+                tags[slot] = tag
+                missing -= 1
+                if not missing:
+                    return tuple(tags)
+    raise AssertionError("a slot without a tag of 3 characters")
+
+
+@functools.cache
+def fingerprint() -> bytes:
+    """This process's cursor fingerprint: 32 bits of its hash seed, written as Valkey writes
+    its own, six characters of 6 bits each ('0' + value). The nodes of one process share it
+    and the key positions a local cursor names, as Valkey nodes with one hash-seed do: a
+    cursor goes on from a primary to its replica. Any other fingerprint starts its slot anew."""
+    value = hash(b"fakekey CLUSTERSCAN") & 0xFFFFFFFF
+    return bytes(48 + (value >> shift & 63) for shift in range(30, -1, -6))
+
+
+def fresh_cursor(slot: int) -> bytes:
+    """A cursor that starts `slot` from its beginning, on whichever node serves it."""
+    return b"0-{" + slot_tags()[slot] + b"}-0"
+
+
+def pattern_slot(pattern: bytes) -> int:
+    """patternHashSlot: the one slot every key `pattern` matches hashes to, or -1 when its
+    keys can be in any slot (a wildcard, a set or an escape before a {tag})."""
+    start = -1  # where the first '{' is; -2 after an empty tag
+    for i, byte in enumerate(pattern):
+        if byte in b"*?[\\":
+            return -1
+        if start == -1 and byte == 0x7B:  # '{'
+            start = i
+        elif start >= 0 and byte == 0x7D:  # '}'
+            if i > start + 1:
+                return crc_hqx(pattern[start + 1:i], 0) & SLOT_MASK
+            start = -2
+    return crc_hqx(pattern, 0) & SLOT_MASK
+
+
+class ClusterScanArgs:
+    """CLUSTERSCAN's options: SCAN's COUNT, MATCH and TYPE, and SLOT."""
+
+    def __init__(self, argv: list[bytes]) -> None:
+        self.slot: int | None = None
+        pattern: bytes | None = None
+        scan_args: list[bytes] = []
+        for i in range(2, len(argv), 2):  # each option checked in turn, as Valkey's loop
+            pair = argv[i:i + 2]
+            if pair[0].upper() == b"SLOT" and len(pair) == 2:
+                if self.slot is not None:
+                    raise SLOT_ONCE
+                self.slot = parse_slot(pair[1])
+            else:
+                parse_scan_options(pair, 0, None)
+                scan_args += pair
+                if pair[0].upper() == b"MATCH":
+                    pattern = pair[1]
+        self.scan = parse_scan_options(scan_args, 0, None)
+        self.match_slot = -1 if pattern is None else pattern_slot(pattern)  # MATCH's one slot, or -1
+
+
+def parse_scan_cursor(raw: bytes) -> tuple[int, int] | None:
+    """None for "0"; else the slot of the cursor's tag and the local cursor to go on from
+    (0, the start of that slot, when the fingerprint is not this process's)."""
+    if raw == b"0":
+        return None
+    parts = raw.split(b"-")
+    if len(parts) != 3:
+        raise INVALID_SCAN_CURSOR
+    try:
+        local = parse_cursor(parts[2])  # strtoull, as SCAN's
+    except ReplyError:
+        raise INVALID_SCAN_CURSOR from None
+    return key_slot(parts[1]), local if parts[0] == fingerprint() else 0
+
+
+def first_cursor(args: ClusterScanArgs) -> bytes:
+    """Cursor 0's answer, no keys: the start of SLOT's slot, of MATCH's one slot, or of slot 0."""
+    wanted = args.match_slot
+    if args.slot is not None:
+        return b"0" if 0 <= wanted != args.slot else fresh_cursor(args.slot)
+    return fresh_cursor(max(wanted, 0))
+
+
+def walk_range(view: ClusterView, slot: int, args: ClusterScanArgs) -> tuple[int, int, bool] | bytes:
+    """The slots a call may walk from the cursor's `slot`: the first, the last, and whether
+    the walk is kept to one slot (SLOT, or MATCH's one slot); or, with nothing to walk
+    here, the cursor to answer (MATCH's slot is further on: a jump there; it is behind: the end)."""
+    wanted = args.match_slot
+    if args.slot is not None:
+        return (slot, slot, True) if wanted < 0 or wanted == slot else b"0"
+    if wanted >= 0:
+        if slot < wanted:
+            return fresh_cursor(wanted)
+        return (slot, slot, True) if slot == wanted else b"0"
+    owner = view.owners[slot]
+    last = slot
+    while last < SLOT_MASK and view.owners[last + 1] is owner:
+        last += 1
+    return slot, last, False
+
+
+class SlotOrders:
+    """The hash order of the keys of the slots being walked, for one database's slot index:
+    made anew when a walk enters a slot, kept for the calls that go on in it (an order made
+    during a walk of a slot holds every key present throughout it). Small slots are
+    ordered at each call, and keep none: a walk that entered one finds no older order if
+    it grows."""
+
+    def __init__(self) -> None:
+        self.orders: OrderedDict[int, tuple[dict[bytes, None], list[bytes]]] = OrderedDict()
+
+    def order(self, slot: int, keys: dict[bytes, None], entering: bool) -> list[bytes]:
+        if len(keys) <= SORTED_EACH_CALL:
+            self.orders.pop(slot, None)
+            return hash_order(keys)
+        kept = self.orders.get(slot)
+        if entering or kept is None or kept[0] is not keys:  # a slot emptied has new keys
+            kept = self.orders[slot] = (keys, hash_order(keys))
+            if len(self.orders) > KEPT_ORDERS:
+                self.orders.popitem(last=False)
+        self.orders.move_to_end(slot)
+        return kept[1]
+
+
+def slot_orders(index: SlotIndex) -> SlotOrders:
+    """The database's kept orders, made on its first walk (gone with its slot index)."""
+    orders = index.walk_orders
+    if orders is None:
+        orders = index.walk_orders = SlotOrders()
+    assert isinstance(orders, SlotOrders)
+    return orders
+
+
+def walk_slots(db: Database, first: int, last: int, local: int, count: int) -> tuple[int | None, list[bytes]]:
+    """Visit the keys of slots `first` to `last` from the local cursor `local` on, whole
+    buckets, until `count` live keys are visited; the local cursor to go on from (None past
+    `last`) and the keys visited. A local cursor in a slot before `first` starts at `first`."""
+    index = db.slot_index
+    if index is None:
+        return None, []
+    start = max(first, local & SLOT_MASK)
+    bucket = local >> SLOT_BITS if start == local & SLOT_MASK else 0
+    orders = slot_orders(index)
+    visited: list[bytes] = []
+    for slot in range(start, last + 1):
+        keys = index.slots.get(slot)
+        if not keys:
+            bucket = 0
+            continue
+        if len(visited) >= count:
+            return slot, visited  # the next slot with keys, from its start
+        order = orders.order(slot, keys, entering=bucket == 0)
+        bucket, page = bucket_page(order, bucket, len(keys), count - len(visited), db.exists)
+        visited += page
+        if bucket:
+            return bucket << SLOT_BITS | slot, visited
+    return None, visited
+
+
+def scan_cursor(local: int) -> bytes:
+    return b"%s-{%s}-%d" % (fingerprint(), slot_tags()[local & SLOT_MASK], local)
+
+
+def kept_keys(db: Database, keys: list[bytes], options: ScanOptions) -> list[bytes]:
+    """The visited keys MATCH and TYPE keep."""
+    matches, kind = options.matches, options.type_name
+    return [
+        key for key in keys
+        if (matches is None or matches(key)) and (kind is None or type_name(db.data[key]).encode() == kind)
+    ]
 
 
 @command("clusterscan", -2, "readonly", keys=keys_range(1, flags="not_key"), acl="keyspace",
@@ -998,5 +1209,23 @@ for _name, _arity, _flags, _acl, _since, _complexity, _tips, _summary in CLUSTER
          tips=ND + " request_policy:special response_policy:special",
          summary="Walks the keys of every node of a cluster.")
 def clusterscan(c: Client, argv: list[bytes]) -> Any:
-    view_of(c)
-    raise ReplyError("ERR fakekey does not support CLUSTERSCAN yet")
+    view = view_of(c)
+    args = ClusterScanArgs(argv)
+    cursor = parse_scan_cursor(argv[1])
+    if cursor is None:
+        return [first_cursor(args), []]
+    slot, local = cursor
+    if args.slot is not None and slot != args.slot:
+        raise SLOT_MISMATCH
+    walk = walk_range(view, slot, args)
+    if isinstance(walk, bytes):
+        return [walk, []]
+    first, last, single = walk
+    going_on, visited = walk_slots(c.db, first, last, local, args.scan.count)
+    if going_on is not None:
+        next_cursor = scan_cursor(going_on)
+    elif single or last == SLOT_MASK:
+        next_cursor = b"0"
+    else:
+        next_cursor = fresh_cursor(last + 1)
+    return [next_cursor, kept_keys(c.db, visited, args.scan)]

@@ -18,7 +18,7 @@ import math
 import os
 import struct
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fakekey.resp.replies import ReplyError
 
@@ -514,6 +514,7 @@ class SlotIndex:
 
     def __init__(self) -> None:
         self.slots: dict[int, dict[bytes, None]] = {}
+        self.walk_orders: Any = None  # CLUSTERSCAN's kept key orders (commands/cluster.py)
 
     def added(self, key: bytes) -> None:
         self.slots.setdefault(key_slot(key), {})[key] = None
