@@ -4,6 +4,9 @@ emptied between tests). The plugin's `fakekey_cluster` and `fakekey_cluster_clie
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from fakekey.net.cluster import Cluster
@@ -56,3 +59,31 @@ def cluster_client(cluster: Any, **options: Any) -> Any:
 
     nodes = [ClusterNode(host, port) for host, port in cluster.startup_nodes]
     return RedisCluster(startup_nodes=nodes, **options)
+
+
+def cluster_targets() -> list[str]:
+    """The cluster targets of the conformance tests: FAKEKEY_TARGETS' fakekey and valkey."""
+    names = os.environ.get("FAKEKEY_TARGETS", "fakekey,valkey").split(",")
+    return [name.strip() for name in names if name.strip() in ("fakekey", "valkey")]
+
+
+@contextmanager
+def cluster_for_tests(target: str, primaries: int = 3, replicas: int = 1,
+                      settings: dict[str, Any] | None = None) -> Iterator[Any]:
+    """A cluster of its own for some tests (a module's, a test's): fakekey's, or a real
+    Valkey's (skipped without a valkey-server binary; in CI that fails instead)."""
+    import pytest
+
+    pool = ClusterPool()
+    try:
+        started, own = pool.for_test(target, primaries, replicas, settings or {})
+    except TargetSkip as reason:
+        if os.environ.get("CI"):
+            pytest.fail(str(reason))
+        pytest.skip(str(reason))
+    try:
+        yield started
+    finally:
+        if own:
+            started.stop()
+        pool.close()

@@ -6,36 +6,22 @@ sharded pub/sub reaches the shard's subscribers."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from fakekey.core.cluster import key_slot
-from fakekey.testing.clusters import ClusterPool, cluster_client
-from fakekey.testing.servers import TargetSkip
+from fakekey.testing.clusters import cluster_client, cluster_for_tests, cluster_targets
 
-TARGETS = [t.strip() for t in os.environ.get("FAKEKEY_TARGETS", "fakekey,valkey").split(",")
-           if t.strip() in ("fakekey", "valkey")]
+TARGETS = cluster_targets()
 KEYS = [f"user:{i}" for i in range(60)]
 
 
 @pytest.fixture(scope="module", params=TARGETS)
 def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
-    pool = ClusterPool()
-    try:
-        started, _own = pool.for_test(request.param, 3, 1, {})
-    except TargetSkip as reason:
-        if os.environ.get("CI"):
-            pytest.fail(str(reason))
-        pytest.skip(str(reason))
-    try:
+    with cluster_for_tests(request.param) as started:
         yield started
-    finally:
-        if request.param == "fakekey":
-            started.stop()
-        pool.close()
 
 
 def test_the_keys_reach_every_shard(cluster):

@@ -16,12 +16,10 @@ from typing import Any
 import pytest
 
 from fakekey.core.cluster import key_slot
-from fakekey.testing.clusters import ClusterPool
+from fakekey.testing.clusters import cluster_for_tests, cluster_targets
 from fakekey.testing.raw import RawClient
-from fakekey.testing.servers import TargetSkip
 
-TARGETS = [t.strip() for t in os.environ.get("FAKEKEY_TARGETS", "fakekey,valkey").split(",")
-           if t.strip() in ("fakekey", "valkey")]
+TARGETS = cluster_targets()
 NODE_MODULES = Path(__file__).resolve().parents[2] / "examples" / "node" / "node_modules"
 SCRIPT = Path(__file__).resolve().parent / "data" / "ioredis_cluster.cjs"
 
@@ -38,19 +36,8 @@ def node() -> str:
 
 @pytest.fixture(scope="module", params=TARGETS)
 def cluster(request: pytest.FixtureRequest, node: str) -> Iterator[Any]:
-    pool = ClusterPool()
-    try:
-        started, _own = pool.for_test(request.param, 3, 1, {})
-    except TargetSkip as reason:
-        if os.environ.get("CI"):
-            pytest.fail(str(reason))
-        pytest.skip(str(reason))
-    try:
+    with cluster_for_tests(request.param) as started:
         yield started
-    finally:
-        if request.param == "fakekey":
-            started.stop()
-        pool.close()
 
 
 def run_ioredis(node: str, cluster: Any) -> dict[str, Any]:

@@ -5,7 +5,6 @@ finds every node agreeing and every slot covered, and clients find every key."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -15,30 +14,19 @@ import pytest
 from redis.cluster import ClusterNode, RedisCluster
 
 from fakekey.core.cluster import key_slot
-from fakekey.testing.clusters import ClusterPool
+from fakekey.testing.clusters import cluster_for_tests, cluster_targets
 from fakekey.testing.raw import RawClient
-from fakekey.testing.servers import TargetSkip
 
-TARGETS = [t.strip() for t in os.environ.get("FAKEKEY_TARGETS", "fakekey,valkey").split(",")
-           if t.strip() in ("fakekey", "valkey")]
+TARGETS = cluster_targets()
 
 
 @pytest.fixture(params=TARGETS)
 def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
     if shutil.which("redis-cli") is None:
         pytest.skip("redis-cli is not installed (Debian's redis-tools; make tools)")
-    pool = ClusterPool()
-    try:  # a cluster of its own: the reshard changes who serves what
-        started, _own = pool.for_test(request.param, 3, 0, {"cluster_node_timeout": 5000})
-    except TargetSkip as reason:
-        if os.environ.get("CI"):
-            pytest.fail(str(reason))
-        pytest.skip(str(reason))
-    try:
+    # a cluster of its own: the reshard changes who serves what
+    with cluster_for_tests(request.param, 3, 0, {"cluster_node_timeout": 5000}) as started:
         yield started
-    finally:
-        started.stop()
-        pool.close()
 
 
 def node_id(node: Any) -> str:

@@ -9,7 +9,6 @@ their form is compared, and where the walk goes."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -20,13 +19,11 @@ import pytest
 
 from fakekey.commands.cluster import slot_tags
 from fakekey.core.cluster import key_slot
-from fakekey.testing.clusters import ClusterPool
+from fakekey.testing.clusters import cluster_for_tests, cluster_targets
 from fakekey.testing.raw import RawClient
-from fakekey.testing.servers import TargetSkip
 from fakekey.testing.targets import find_valkey_binary
 
-TARGETS = [t.strip() for t in os.environ.get("FAKEKEY_TARGETS", "fakekey,valkey").split(",")
-           if t.strip() in ("fakekey", "valkey")]
+TARGETS = cluster_targets()
 TAG = rb"\{[0-9A-Za-z]{1,3}\}"
 CURSOR = re.compile(rb"0|0-" + TAG + rb"-0|[0-o]{6}-" + TAG + rb"-[0-9]+")  # fingerprint: '0' + 6 bits
 FIRST, SECOND, THIRD = b"0-{06S}-0", b"0-{8M}-0", b"0-{63n}-0"  # slots 0, 5461, 10923: each primary's first
@@ -35,19 +32,8 @@ Address = tuple[str, int]
 
 @pytest.fixture(scope="module", params=TARGETS)
 def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
-    pool = ClusterPool()
-    try:
-        started, _own = pool.for_test(request.param, 3, 1, {})
-    except TargetSkip as reason:
-        if os.environ.get("CI"):
-            pytest.fail(str(reason))
-        pytest.skip(str(reason))
-    try:
+    with cluster_for_tests(request.param) as started:
         yield started
-    finally:
-        if request.param == "fakekey":
-            started.stop()
-        pool.close()
 
 
 class Nodes:
@@ -210,21 +196,15 @@ def test_each_node_walks_its_run_of_slots_then_hands_over(nodes, proto):
 def resharded(request: pytest.FixtureRequest) -> Iterator[Nodes]:
     """A cluster of its own (3 primaries: Valkey's gossip may undo a slot moved back and
     forth at once), its slot 51 moved to the second primary."""
-    pool = ClusterPool()
-    try:
-        started, _own = pool.for_test(request.param, 3, 0, {})
-    except TargetSkip as reason:
-        pytest.skip(str(reason))
-    out = Nodes(started, 2)
-    try:
-        p0, p1, _ = out.primaries
-        ids = [out.client(p).call("CLUSTER", "MYID")[1] for p in (p0, p1)]
-        move_slot(out, 51, (p0, ids[0]), (p1, ids[1]))
-        yield out
-    finally:
-        out.close()
-        started.stop()
-        pool.close()
+    with cluster_for_tests(request.param, 3, 0) as started:
+        out = Nodes(started, 2)
+        try:
+            p0, p1, _ = out.primaries
+            ids = [out.client(p).call("CLUSTER", "MYID")[1] for p in (p0, p1)]
+            move_slot(out, 51, (p0, ids[0]), (p1, ids[1]))
+            yield out
+        finally:
+            out.close()
 
 
 def test_the_walk_ends_where_the_owner_changes(resharded):

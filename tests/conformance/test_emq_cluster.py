@@ -13,7 +13,6 @@ Valkey has no EMQ module.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from collections import Counter
@@ -31,12 +30,10 @@ from fakekey.emq import Queue
 from fakekey.emq.bus import Bus
 from fakekey.emq.consumer import COMPLETED, Consumer, Job
 from fakekey.net.cluster import Cluster
-from fakekey.testing.clusters import ClusterPool, cluster_client
+from fakekey.testing.clusters import cluster_client, cluster_for_tests, cluster_targets
 from fakekey.testing.raw import RawClient
-from fakekey.testing.servers import TargetSkip
 
-TARGETS = [t.strip() for t in os.environ.get("FAKEKEY_TARGETS", "fakekey,valkey").split(",")
-           if t.strip() in ("fakekey", "valkey")]
+TARGETS = cluster_targets()
 NODE_TIMEOUT = 2000  # cluster-node-timeout of the cluster a test kills a node of (ms)
 LEASE_MS = 1500  # the failover tests' leases: they run out when the clock passes the timeout
 WAIT = 60.0  # generous: a loaded machine is slow, never wrong
@@ -45,19 +42,8 @@ BEAT = 1.0  # the consumers' beat (s): retries found within a beat, idle consume
 
 @pytest.fixture(scope="module", params=TARGETS)
 def cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
-    pool = ClusterPool()
-    try:
-        started, _own = pool.for_test(request.param, 3, 1, {})
-    except TargetSkip as reason:
-        if os.environ.get("CI"):
-            pytest.fail(str(reason))
-        pytest.skip(str(reason))
-    try:
+    with cluster_for_tests(request.param) as started:
         yield started
-    finally:
-        if request.param == "fakekey":
-            started.stop()
-        pool.close()
 
 
 @pytest.fixture
