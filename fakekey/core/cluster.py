@@ -238,7 +238,7 @@ class ClusterView:
                 migrating = True
             elif slot in self.importing:
                 importing = True
-        flags = _call_flags(calls)
+        flags = _call_flags(calls) if is_exec else cmd.flags  # one command: its own, no copy
         pubsub = "pubsub" in flags
         writes = "write" in flags
         missing = existing = 0
@@ -401,6 +401,7 @@ def redirect(kind: str, slot: int, node: ClusterNode) -> ReplyError:
 
 
 def _call_flags(calls: list[tuple[Command, list[bytes]]]) -> set[str]:
+    """The flags of a transaction's queued commands together."""
     flags: set[str] = set()
     for queued, _args in calls:
         flags.update(queued.flags)
