@@ -915,6 +915,20 @@ def exec_long_queue(run: Run) -> None:
         conn.answer(keep=False)
 
 
+def small_hash_batches(prefix: str, count: int) -> list[Batch]:
+    """HSET <prefix>i f v for i < count: one small container per key."""
+    return batches((["HSET", f"{prefix}{i}", "f", "v"] for i in range(count)), per_batch=1000)
+
+
+@scenario("gc-full-collection", "N one-field hashes, then N more written while watched")
+def gc_full_collection(run: Run) -> None:
+    """Many small containers: where a garbage collector that walks every object to find
+    cycles would hold every client (fakekey-server lets none walk the data set)."""
+    send_batches(run.conn, small_hash_batches("h:", run.size))
+    with run.watched():
+        send_batches(run.conn, small_hash_batches("n:", run.size))
+
+
 def drain_replies(conn: Conn, count: int, each: bytes | None) -> None:
     """Read `count` one-line replies (each `each`, when given)."""
     got = 0

@@ -31,7 +31,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, TextIO
 
 from fakekey._version import VALKEY_VERSION, __version__
 from fakekey.config.directives import StartupRefused
@@ -48,6 +48,7 @@ from fakekey.config.settings import Config, ConfigError
 from fakekey.core.monitor import quote
 from fakekey.core.registry import Registry
 from fakekey.core.users import check_user_directive
+from fakekey.memory.collector import EVERY_S, collect_if_cheap, own_the_collector, set_aside_what_lives
 from fakekey.net.cluster import Cluster
 from fakekey.net.registry import load_all
 from fakekey.net.server import Server, _url_host, new_event_loop
@@ -503,11 +504,30 @@ async def _serve(server: Server, launch: Launch) -> None:
     log.info("Server initialized")
     server.state.shutdown_requested = asyncio.get_running_loop().create_future()
     stop_on_signals(server)
+    gc_timer = own_the_collector_for([server.state])
     announce_ready(server, launch)
     await server.state.shutdown_requested
+    gc_timer.cancel()
     log.info("User requested shutdown...")
     await server.stop_async()
     log.warning("Valkey is now ready to exit, bye bye...")
+
+
+def own_the_collector_for(states: list[Any]) -> asyncio.Task[None]:
+    """This process is fakekey-server's: no full collection freezes its clients
+    (memory/collector.py); a cheap one runs now and then."""
+    own_the_collector()
+    set_aside_what_lives()
+
+    def count_keys() -> int:
+        return sum(len(db.data) for state in states for db in state.dbs)
+
+    async def now_and_then() -> None:
+        while True:
+            await asyncio.sleep(EVERY_S)
+            collect_if_cheap(count_keys)
+
+    return asyncio.get_running_loop().create_task(now_and_then())
 
 
 def _settle(future: asyncio.Future[None]) -> None:
@@ -541,6 +561,7 @@ async def _serve_cluster(cluster: Cluster) -> None:
     log.info("Running mode=cluster, %d primaries, %d replicas each.", cluster.primaries_count,
              cluster.replicas_count)
     await cluster.start_async()
+    gc_timer = own_the_collector_for([node.server.state for node in cluster.nodes])
     done = asyncio.get_running_loop().create_future()
     for signum in (signal.SIGTERM, signal.SIGINT):
         asyncio.get_running_loop().add_signal_handler(signum, _settle, done)
@@ -550,6 +571,7 @@ async def _serve_cluster(cluster: Cluster) -> None:
         sys.stdout.write(f"fakekey ready ports={ports} pid={os.getpid()} url={cluster.url}\n")
         sys.stdout.flush()
     await done
+    gc_timer.cancel()
     log.info("User requested shutdown...")
     await cluster.stop_async()
     log.warning("Valkey is now ready to exit, bye bye...")

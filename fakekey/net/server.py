@@ -147,6 +147,11 @@ class Connection(asyncio.Protocol):
         self.closing = True
         if self.client is not None:
             self.state.remove_client(self.client)
+        # the client, the transport and this protocol hold each other: let go, so no
+        # full collection has to find them (fakekey-server lets none run by itself:
+        # memory/collector.py)
+        self.client = None
+        self.transport = None
 
     def eof_received(self) -> bool:
         """The client has sent its last bytes: answer what it sent (the replies wait for
