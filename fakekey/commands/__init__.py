@@ -30,6 +30,7 @@ FAMILIES = (
     "functions",
     "fakekey",
     "faults",
+    "cluster_faults",
     "observability",
     "modules",
 )

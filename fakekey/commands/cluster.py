@@ -19,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from fakekey.commands import slot_migrations
 from fakekey.commands.args import c_text, help_lines, try_int, wrong_args
 from fakekey.commands.scan import ScanOptions, bucket_page, hash_order, parse_cursor, parse_scan_options
 from fakekey.core.client import Client
@@ -977,19 +978,13 @@ def cluster_failover(c: Client, argv: list[bytes]) -> Any:
     return OK
 
 
-# --- not there yet ------------------------------------------------------------------------------
+# --- atomic slot migration and FLUSHSLOT (commands/slot_migrations.py) --------------------------
 
-NOT_YET = ("migrateslots", "getslotmigrations", "cancelslotmigrations", "syncslots", "flushslot")
-
-
-def not_yet(c: Client, argv: list[bytes]) -> Any:
-    view_of(c)
-    name = argv[1].upper().decode("latin-1")
-    raise ReplyError(f"ERR fakekey does not support CLUSTER {name} yet")
-
-
-for _name in NOT_YET:
-    subcommand(_name)(not_yet)
+subcommand("migrateslots")(slot_migrations.migrateslots)
+subcommand("getslotmigrations")(slot_migrations.getslotmigrations)
+subcommand("cancelslotmigrations")(slot_migrations.cancelslotmigrations)
+subcommand("syncslots")(slot_migrations.syncslots)
+subcommand("flushslot")(slot_migrations.flushslot)
 
 for _name, _arity, _flags, _acl, _since, _complexity, _tips, _summary in CLUSTER_SUBCOMMANDS:
     command(f"cluster|{_name}", _arity, _flags, acl=_acl, group="cluster", since=_since,

@@ -24,6 +24,7 @@ from fakekey.resp.replies import ReplyError
 
 if TYPE_CHECKING:
     from fakekey.core.client import Client
+    from fakekey.core.cluster_controls import ClusterControls
     from fakekey.core.registry import Command
     from fakekey.core.state import ServerState
 
@@ -135,6 +136,7 @@ class ClusterView:
         self.handshakes: dict[str, int] = {}  # MEET to an address nobody answers: id -> drop at (ms)
         self.alive = True  # False while its process is "killed" (Cluster.kill)
         self.ok = False  # cluster_state:ok, as `refresh` last found it
+        self.slot_migrations: list[Any] = []  # MIGRATESLOTS' jobs, newest first (commands/slot_migrations.py)
         self.down_since = 0
 
     # --- what the view says ---------------------------------------------------------------
@@ -430,6 +432,7 @@ class Bus:
         self.promote: Callable[[ServerState], None] | None = None
         self.follow: Callable[[ServerState, ServerState], None] | None = None  # (replica, primary)
         self.unseen_since: dict[tuple[str, str], int] = {}  # (observer, node) -> ms
+        self.controls: ClusterControls | None = None  # FAKEKEY.CLUSTER's (given by fakekey.Cluster)
 
     def tick(self, now: int) -> None:
         """Each live node's look at the others, at `now` on the cluster's clock."""

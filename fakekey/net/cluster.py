@@ -162,6 +162,7 @@ class Cluster:
             self._attach(replica, firsts[k % self.primaries_count])
         self.bus.promote = promote
         self.bus.follow = attach
+        self.bus.controls = WireControls(self)
         for view in views:
             view.announce()
 
@@ -301,3 +302,29 @@ class Cluster:
         loop = self._loop
         assert loop is not None
         return asyncio.run_coroutine_threadsafe(coro, loop).result(30)
+
+
+class WireControls:
+    """FAKEKEY.CLUSTER's way to this cluster's failures (core/cluster_controls.py): the
+    nodes by id, on the loop already (a command runs there)."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def _node(self, node_id: str) -> Node:
+        return next(n for n in self.cluster.nodes if n.node_id == node_id)
+
+    def kill(self, node_id: str) -> None:
+        self.cluster.kill(self._node(node_id))
+
+    def restart(self, node_id: str) -> None:
+        self.cluster.restart(self._node(node_id))
+
+    def failover(self, node_id: str) -> None:
+        self.cluster.failover(self._node(node_id))
+
+    def partition(self, side_a: list[str], side_b: list[str]) -> None:
+        self.cluster.partition([self._node(i) for i in side_a], [self._node(i) for i in side_b])
+
+    def heal(self) -> None:
+        self.cluster.heal()
