@@ -581,9 +581,11 @@ def cluster_getkeysinslot(c: Client, argv: list[bytes]) -> Any:
 
 @subcommand("count-failure-reports")
 def cluster_count_failure_reports(c: Client, argv: list[bytes]) -> Any:
-    """No node sends this one failure reports: the bus agrees on failures by itself."""
-    known_node(view_of(c), argv[2], b"ERR Unknown node ")
-    return 0
+    """The failure reports about a node that the other processes' gossip brought (the
+    in-process bus agrees on failures by itself: 0)."""
+    view = view_of(c)
+    node = known_node(view, argv[2], b"ERR Unknown node ")
+    return 0 if view.wire is None else view.wire.gossip.count_reports(node)
 
 
 # --- CLUSTER SLOT-STATS ------------------------------------------------------------------------
@@ -888,13 +890,18 @@ def cluster_saveconfig(c: Client, argv: list[bytes]) -> Any:
 def cluster_meet(c: Client, argv: list[bytes]) -> Any:
     """CLUSTER MEET ip port [bus-port]: +OK once the address is valid (Valkey checks the
     address, not the peer). A node of this process's cluster at that address joins this
-    one's view (and it this one's); any other address is a handshake that never answers,
-    dropped after max(cluster-node-timeout, 1 s), as Valkey drops one to a closed port."""
+    one's view (and it this one's); a node with a bus to other processes (a lone
+    `cluster-enabled yes` server) starts a handshake over it (net/cluster_bus.py). Any
+    other address is a handshake that never answers, dropped after
+    max(cluster-node-timeout, 1 s), as Valkey drops one to a closed port."""
     view = view_of(c)
     if len(argv) not in (4, 5):
         raise wrong_args("cluster|meet")
     host, port, bus_port = meet_address(argv)
     peer = view.bus.at(host, port) if view.bus is not None else None
+    if peer is None and view.wire is not None:  # a node of another process: over the wire
+        view.wire.meet(host, port, bus_port)
+        return OK
     if peer is None or peer is view:
         timeout = max(c.state.config["cluster-node-timeout"], 1000)
         view.start_handshake(host, port, bus_port, c.state.now + timeout)
@@ -947,9 +954,17 @@ def cluster_replicate(c: Client, argv: list[bytes]) -> Any:
         raise ReplyError("ERR I can only replicate a master, not a replica.")
     if myself.is_primary and (myself in view.owners or any(db.data for db in c.state.dbs)):
         raise ReplyError("ERR To set a master the node must be empty and without assigned slots.")
+    if not replicates_here(view, node):
+        raise ReplyError("ERR fakekey cannot replicate a node of another process yet (no replication "
+                         "link between processes)")
     follow_primary(view, node)
     changed(view)
     return OK
+
+
+def replicates_here(view: ClusterView, node: ClusterNode) -> bool:
+    """A replication link to `node` can be made: it is a node of this process's cluster."""
+    return view.bus is not None and any(v.myself.id == node.id for v in view.bus.views)
 
 
 @subcommand("failover")

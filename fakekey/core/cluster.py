@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from fakekey.core.cluster_controls import ClusterControls
     from fakekey.core.registry import Command
     from fakekey.core.state import ServerState
+    from fakekey.net.cluster_bus import ClusterBus
 
 SLOTS = 16384
 
@@ -132,6 +133,7 @@ class ClusterView:
         self.current_epoch = 0
         self.last_vote_epoch = 0
         self.bus: Bus | None = None
+        self.wire: ClusterBus | None = None  # the bus to nodes of other processes (net/cluster_bus.py)
         self.forgotten_ids: dict[str, int] = {}  # CLUSTER FORGET's black list: id -> until (ms)
         self.handshakes: dict[str, int] = {}  # MEET to an address nobody answers: id -> drop at (ms)
         self.alive = True  # False while its process is "killed" (Cluster.kill)
@@ -322,6 +324,8 @@ class ClusterView:
         self.refresh()
         if self.bus is not None:
             self.bus.publish(self)
+        if self.wire is not None:
+            self.wire.announce()
 
     def learn(self, other: ClusterView) -> None:
         """What `other` says of itself: its role, epoch and slots (Valkey's handling of a
@@ -385,6 +389,8 @@ def relay_publish(view: ClusterView, channel: bytes, message: bytes, sharded: bo
     """PUBLISH reaches the subscribers of every node the publisher's node can see, SPUBLISH
     those of its shard (its primary and replicas), as Valkey's bus carries them; the
     publisher's count is its own node's subscribers only."""
+    if view.wire is not None:
+        view.wire.publish(channel, message, sharded)
     bus = view.bus
     if bus is None:
         return
@@ -679,6 +685,8 @@ def forget_node(view: ClusterView, node: ClusterNode) -> None:
 def spread_forget(view: ClusterView, node_id: str) -> None:
     """Valkey gossips a forgotten node (the forgotten-node ping extension): every node that
     sees this one forgets it too, but the node itself and its replicas."""
+    if view.wire is not None:
+        view.wire.spread_forget(node_id)
     bus = view.bus
     if bus is None:
         return

@@ -132,6 +132,7 @@ class Cluster:
             port = self.first_port + i if self.first_port else 0
             server = Server(self.host, port, config=self.config, cluster_enabled="yes", **self.settings)
             server._loop = asyncio.get_running_loop()
+            server.cluster_bus_wanted = False  # its nodes gossip on the in-process Bus
             await server.start_async()
             self.nodes.append(Node(server))
         self._form()

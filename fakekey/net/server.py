@@ -19,7 +19,7 @@ from fakekey.config.directives import StartupRefused, startup_refusal
 from fakekey.config.limits import adjust_open_files_limit
 from fakekey.config.settings import Config, ConfigError, setting_error
 from fakekey.core.client import Client
-from fakekey.core.cluster import enable_cluster
+from fakekey.core.cluster import ClusterView, enable_cluster
 from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST
 from fakekey.core.monitor import log_command, request_size
 from fakekey.core.outbuf import (
@@ -35,6 +35,7 @@ from fakekey.core.outbuf import (
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
 from fakekey.core.wakes import WakeReport
 from fakekey.modules.emq.timers import rearm_after_load
+from fakekey.net.cluster_bus import ClusterBus, bind_bus
 from fakekey.net.faults import NEXT, NOT_TAKEN, ServerFaults, take_request
 from fakekey.net.registry import server_commands
 from fakekey.persistence.manager import Persistence
@@ -63,6 +64,7 @@ def _is_blocked(client: Client) -> bool:
 _perf_counter_ns: Final = time.perf_counter_ns
 TURN_NS = 2_000_000
 TURN_CHECK_EVERY = 32
+BUS_PORT_TRIES = 50  # free ports tried for one whose cluster bus port (+10000) is free too
 FAST_EXPIRY_EVERY = 0.002  # s between two fast expiry cycles (2x their 1 ms budget, as Valkey)
 MAX_CLIENTS_ERROR = b"-ERR max number of clients reached\r\n"
 PROTECTED_MODE_DENIED = (
@@ -853,6 +855,8 @@ class Server:
         self._cron_clients: deque[int] = deque()  # the client ids clients_cron visits next
         self._stopped = threading.Event()
         self.faults = ServerFaults(self)  # FAKEKEY.FAULT from Python (net/faults.py, docs/faults.md)
+        self.cluster_bus_wanted = True  # False for the nodes of a fakekey.Cluster (in-process bus)
+        self.cluster_bus: ClusterBus | None = None  # cluster mode's bus to other processes
 
     # --- addresses ------------------------------------------------------------------------
 
@@ -933,12 +937,17 @@ class Server:
             state.persistence.load()
             rearm_after_load(state)  # queue timers whose settings the data holds (EMQ 7.4)
         sockets = self.listeners.bind(config["bind"], self._requested_port)
+        bus_sockets: list[socket.socket] = []
+        if config["cluster-enabled"] and self.cluster_bus_wanted and state.cluster is None:
+            sockets, bus_sockets = self._bind_cluster_bus(sockets)
         for start in self.listeners.serve(self._loop, sockets):
             await start
         self._listening_on(self.listeners.port() or self._requested_port)
         if config["cluster-enabled"] and state.cluster is None:
             # a lone node knows no address of its own until a MEET tells it (Valkey's too)
             enable_cluster(state, "", self.port)
+        if bus_sockets and state.cluster is not None:
+            await self._start_cluster_bus(state.cluster, bus_sockets)
         config.appliers["port"] = self._apply_port
         config.appliers["bind"] = self._apply_bind
         self._tasks.append(self._loop.create_task(self._cron()))
@@ -1023,7 +1032,36 @@ class Server:
         if state.expiry.wants_fast_cycle():
             self._expire_fast_soon()
 
+    # --- cluster mode's bus (net/cluster_bus.py) ----------------------------------------------
+
+    def _bind_cluster_bus(self, sockets: list[socket.socket]) -> tuple[list[socket.socket], list[socket.socket]]:
+        """The bus's sockets, on cluster-port or the port + 10000 (Valkey's), on the same
+        addresses; with port 0, a free port whose bus port is free too (the client
+        listeners bound again on another until one is)."""
+        config = self.state.config
+        for _ in range(BUS_PORT_TRIES):
+            port = self.listeners.port() or self._requested_port
+            try:
+                return sockets, bind_bus(config["bind"], config["cluster-port"] or port + 10000)
+            except OSError as err:
+                if self._requested_port or config["cluster-port"]:
+                    log.warning("Could not bind the cluster bus port: %s", err)
+                    self.listeners.close_all()
+                    raise
+            self.listeners.close_all()
+            sockets = self.listeners.bind(config["bind"], 0)
+        self.listeners.close_all()
+        raise OSError(errno.EADDRINUSE, "no free port with a free cluster bus port")
+
+    async def _start_cluster_bus(self, view: ClusterView, sockets: list[socket.socket]) -> None:
+        view.myself.bus_port = sockets[0].getsockname()[1]
+        self.cluster_bus = ClusterBus(self.state, view, sockets)
+        await self.cluster_bus.start()
+
     async def stop_async(self) -> None:
+        if self.cluster_bus is not None:
+            await self.cluster_bus.stop()
+            self.cluster_bus = None
         if self.state.script_runner is not None:
             self.state.script_runner.abandon()  # a BUSY script ends with the server
         for task in self._tasks:
