@@ -181,11 +181,13 @@ class ClusterView:
         a node not failed (unless full coverage is not required), and most of the primaries
         that serve slots within reach (not suspected): the minority side of a partition,
         or a node with no slots among none, is down."""
-        if self.state.config["cluster-require-full-coverage"] and not all(
-                owner is not None and not owner.failing for owner in self.owners):
+        owners = set(self.owners)  # the few distinct owners (None: a slot nobody serves)
+        unserved = None in owners
+        serving = [owner for owner in owners if owner is not None]
+        if self.state.config["cluster-require-full-coverage"] and (
+                unserved or any(owner.failing for owner in serving)):
             return False
-        serving = {id(owner): owner for owner in self.owners if owner is not None}
-        reached = sum(1 for node in serving.values()
+        reached = sum(1 for node in serving
                       if node is self.myself or not (node.suspected or node.failing))
         return reached >= len(serving) // 2 + 1
 
