@@ -461,20 +461,28 @@ def wait(c: Client, argv: list[bytes]) -> Any:
         raise ReplyError("ERR timeout is not an integer or out of range") from None
     if timeout < 0:
         raise ReplyError("ERR timeout is negative")
-    if c.state.replica_of is not None:
+    if c.state.replica_of is not None or c.state.upstream is not None:
         raise ReplyError("ERR WAIT cannot be used with replica instances. Please also note "
                          "that since Redis 4.0 if a replica is configured to be writable "
                          "(which is not the default) writes to replicas are just local and "
                          "are not propagated.")
     # an in-process replica applies each write as its command ends: every reachable one
-    # has acknowledged already (with none, fakekey answers at once where Valkey waits)
-    return len(c.state.replicas())
+    # has acknowledged already; real replicas (or none) are waited for, as Valkey does
+    in_process = len(c.state.replicas())
+    primary = c.state.repl_primary
+    if in_process and (primary is None or not primary.links):
+        return in_process
+    from fakekey.commands.replication import wait_for_replicas  # real replicas, or none: Valkey's wait
+
+    return wait_for_replicas(c, argv, parse_int(argv[1]) - in_process, timeout, in_process)
 
 
 @command("role", 1, "noscript loading stale fast", acl="admin dangerous", group=G,
          since="2.8.12", summary="Answers the replication role.")
 def role(c: Client, argv: list[bytes]) -> Any:
     state = c.state
+    if state.upstream is not None:  # a replica of a real primary (core/upstream.py)
+        return state.upstream.role_reply(state)
     primary = state.replica_of
     if primary is not None:
         host, port = replication_address(primary)
@@ -483,6 +491,8 @@ def role(c: Client, argv: list[bytes]) -> Any:
     for replica in state.replicas():
         host, port = replication_address(replica)
         replicas.append([host.encode(), b"%d" % port, b"%d" % replica.repl_offset])
+    if state.repl_primary is not None:  # real replicas (persistence/replication_primary.py)
+        replicas += state.repl_primary.role_entries()
     return [b"master", state.repl_offset, replicas]
 
 

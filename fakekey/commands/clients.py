@@ -242,8 +242,19 @@ def client_help(c: Client, argv: list[bytes]) -> Any:
 # --- CLIENT LIST / INFO -------------------------------------------------------------------
 
 def client_type(client: Client) -> str:
-    """normal or pubsub: fakekey has no primary or replica connections."""
+    """replica (a real replica's link: persistence/replication_primary.py), pubsub or normal."""
+    primary = client.state.repl_primary
+    if primary is not None and primary.is_replica(client):
+        return "replica"
     return "pubsub" if client.subscriptions or client.shard_channels else "normal"
+
+
+def list_flags(client: Client) -> str:
+    """CLIENT LIST's flags; a replica's link starts with S, as Valkey's."""
+    flags = client.flags()
+    if client_type(client) == "replica":
+        return "S" + (flags if flags != "N" else "")
+    return flags
 
 
 def queue_slots_memory(queued: int) -> int:
@@ -296,7 +307,7 @@ def client_line(client: Client, argv_mem: int = 0, argc: int = 0) -> str:
         ("name", client.name.decode("utf-8", "replace")),
         ("age", max(0, now - client.created_ms) // 1000),
         ("idle", max(0, now - client.last_interaction_ms) // 1000),
-        ("flags", client.flags()),
+        ("flags", list_flags(client)),
         ("capa", client.capa),
         ("db", client.db.index),
         ("sub", len(client.channels)),

@@ -6,6 +6,7 @@ import os
 import platform
 import resource
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from fakekey._version import REDIS_VERSION
@@ -335,26 +336,37 @@ def info_replication(state: ServerState) -> InfoLines:
     """Valkey's fields; a primary's in-process replicas and a replica's link (a fakekey
     cluster's), which are always up and caught up."""
     offset = state.repl_offset
-    lines = replica_lines(state) if state.replica_of is not None else ["role:master"]
+    if state.upstream is not None:  # a replica of a real primary (core/upstream.py)
+        lines = state.upstream.info_lines(state, time.time_ns() // 1_000_000)
+    else:
+        lines = replica_lines(state) if state.replica_of is not None else ["role:master"]
     replicas = state.replicas()
-    lines.append(f"connected_slaves:{len(replicas)}")
+    real = state.repl_primary  # real replicas (persistence/replication_primary.py)
+    linked = real.info_lines(len(replicas)) if real is not None else []
+    lines.append(f"connected_slaves:{len(replicas) + len(linked)}")
     for i, replica in enumerate(replicas):
         host, port = replication_address(replica)
         lines.append(f"slave{i}:ip={host},port={port},state=online,offset={replica.repl_offset},"
                      "lag=0,type=replica")
+    lines += linked
     backlog = offset > 0  # a primary with replicas keeps a backlog from the first byte
     lines += [
         "replicas_waiting_psync:0",
         "master_failover_state:no-failover",
         f"master_replid:{state.replid}",
-        "master_replid2:0000000000000000000000000000000000000000",
+        f"master_replid2:{state.replid2}",
         f"master_repl_offset:{offset}",
-        "second_repl_offset:-1",
-        f"repl_backlog_active:{int(backlog)}",
-        "repl_backlog_size:10485760",
-        f"repl_backlog_first_byte_offset:{int(backlog)}",
-        f"repl_backlog_histlen:{offset}",
+        f"second_repl_offset:{state.second_repl_offset}",
     ]
+    if real is not None and real.backlog is not None:
+        lines += real.backlog_lines()
+    else:
+        lines += [
+            f"repl_backlog_active:{int(backlog)}",
+            "repl_backlog_size:10485760",
+            f"repl_backlog_first_byte_offset:{int(backlog)}",
+            f"repl_backlog_histlen:{offset}",
+        ]
     return lines
 
 

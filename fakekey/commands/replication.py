@@ -1,22 +1,25 @@
 """Replication commands as a lone primary answers them: REPLICAOF/SLAVEOF, REPLCONF,
 SYNC/PSYNC, FAILOVER and WAITAOF (the cluster commands are in commands/cluster.py).
 
-fakekey keeps no replication link: `REPLICAOF host port` (after Valkey's checks) is
-refused with an error that says so, where Valkey would start replicating; SYNC/PSYNC send
-the data set as Valkey's RDB file, but no replication stream after it
-(docs/differences.md). In cluster mode REPLICAOF and FAILOVER are refused, as Valkey
+`REPLICAOF host port` makes the server a replica of a real primary (the link:
+fakekey/net/replica_link.py; what the core knows of it: core/upstream.py); SYNC/PSYNC make
+the connection a replica of this server: the data set as Valkey's RDB file (or the
+backlog, for a partial resync), then the replication stream
+(persistence/replication_primary.py). In cluster mode REPLICAOF and FAILOVER are refused, as Valkey
 refuses them there."""
 
 from __future__ import annotations
 
-import struct
+import logging
+import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from fakekey.commands.args import SYNTAX, try_int
 from fakekey.core.client import Client
 from fakekey.core.registry import command
-from fakekey.persistence import rdb
-from fakekey.resp.replies import NO_REPLY, OK, Raw, ReplyError
+from fakekey.persistence.replication_primary import replication_primary
+from fakekey.resp.replies import NO_REPLY, OK, Raw, ReplyError, Simple
 
 if TYPE_CHECKING:
     from fakekey.core.state import ServerState
@@ -24,7 +27,7 @@ if TYPE_CHECKING:
 REPL_ADMIN = "admin noscript"
 IN_CLUSTER = ReplyError("ERR REPLICAOF not allowed in cluster mode.")
 NOT_INTEGER = ReplyError("ERR value is not an integer or out of range")
-NO_REPLICATION = ReplyError("ERR fakekey does not replicate: it cannot become a replica")
+log = logging.getLogger("fakekey.net.server")
 
 
 def _int(raw: bytes) -> int:
@@ -38,16 +41,77 @@ def _int(raw: bytes) -> int:
 
 
 def replica_of(c: Client, argv: list[bytes]) -> Any:
-    """NO ONE: a primary stays one. A host and port: Valkey's port check, then refused.
-    Cluster mode refuses both: a node replicates by CLUSTER REPLICATE."""
-    if c.state.cluster is not None:
+    """REPLICAOF host port: follow that primary over the network (net/replica_link.py);
+    NO ONE: a replica becomes a primary, its data kept. Cluster mode refuses both: a node
+    replicates by CLUSTER REPLICATE."""
+    state = c.state
+    if state.cluster is not None:
         raise IN_CLUSTER
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
+        if state.upstream is not None:
+            promote(state)
+            log.info("PRIMARY MODE enabled (user request)")
         return OK
     port = try_int(argv[2])
     if port is None or not 0 <= port <= 65535:
         raise ReplyError("ERR Invalid master port")
-    raise NO_REPLICATION
+    host = argv[1].decode("utf-8", "surrogateescape")
+    upstream = state.upstream
+    if upstream is not None and upstream.same_primary(host, port):
+        log.info("REPLICAOF would result into synchronization with the primary we are already "
+                 "connected with. No operation performed.")
+        return ALREADY_CONNECTED
+    follow(state, host, port)
+    log.info("REPLICAOF %s:%d enabled (user request)", host, port)
+    return OK
+
+
+ALREADY_CONNECTED = Simple(b"OK Already connected to specified master")
+
+
+def follow(state: ServerState, host: str, port: int, at_startup: bool = False) -> None:
+    """Become (or stay) a replica, of host:port now. A server that was a primary, or
+    followed one, asks the new primary for a partial resync with its own replication id
+    and offset (Valkey's cached primary); one configured as a replica at start-up asks
+    for a full one."""
+    if state.connect_upstream is None:
+        raise ReplyError("ERR fakekey follows a primary only as a running server")
+    old = state.upstream
+    cached = (not at_startup) if old is None else old.cached
+    unblock_all(state)
+    if old is not None:
+        old.stop()
+    state.upstream = state.connect_upstream(host, port, cached)
+    if old is not None and old.linked:  # the link to the old primary went down just now
+        state.upstream.down_since = int(time.time())
+    state.config.values["replicaof"] = f"{host} {port}"  # CONFIG GET shows the primary
+
+
+UNBLOCKED = ReplyError("UNBLOCKED force unblock from blocking operation, instance state "
+                       "changed (master -> replica?)")
+
+
+def unblock_all(state: ServerState) -> None:
+    """Clients blocked on keys (or WAITAOF) are answered an error as the server becomes a
+    replica: what they wait for may never come (Valkey's disconnectAllBlockedClients)."""
+    for client in list(state.clients.values()):
+        if client.blocked is not None:
+            state.blocking.unblock(client, UNBLOCKED)
+
+
+def promote(state: ServerState) -> None:
+    """REPLICAOF NO ONE on a replica: the link ends, the data stays; the replication id
+    so far becomes the second one, valid up to the offset reached (Valkey's
+    shiftReplicationId), and a new one starts."""
+    upstream = state.upstream
+    assert upstream is not None
+    upstream.stop()
+    state.upstream = None
+    state.config.values["replicaof"] = ""
+    state.replid2, state.second_repl_offset = state.replid, state.repl_offset + 1
+    state.replid = os.urandom(20).hex()
+    log.info("Setting secondary replication ID to %s, valid up to offset: %d. New replication "
+             "ID is %s", state.replid2, state.second_repl_offset, state.replid)
 
 
 command("replicaof", 3, REPL_ADMIN + " stale no_async_loading", acl="dangerous", group="server",
@@ -71,10 +135,18 @@ def replconf(c: Client, argv: list[bytes]) -> Any:
         raise SYNTAX
     for i in range(1, len(argv), 2):
         option, value = argv[i].lower(), argv[i + 1]
-        if option in (b"ack", b"getack"):
-            return NO_REPLY  # for a replica or from a primary: a client gets no answer
+        if option == b"ack":
+            acknowledged(c, value)
+            return NO_REPLY  # a replica's acknowledgement is never answered
+        if option == b"getack":
+            return NO_REPLY  # from a primary to its replica: a client gets no answer
         if option == b"listening-port":
-            _int(value)
+            port = _int(value)
+            replication_primary(c.state).handshake(c).port = port
+        elif option == b"ip-address":
+            replication_primary(c.state).handshake(c).ip = value.decode("utf-8", "replace")
+        elif option == b"capa":
+            replication_primary(c.state).handshake(c).capa.add(value.lower())
         elif option == b"rdb-only":
             check_flag(value)
             c.rdb_only = value == b"1"  # SYNC closes the connection after the snapshot
@@ -85,6 +157,14 @@ def replconf(c: Client, argv: list[bytes]) -> Any:
         elif option not in REPLCONF_ACCEPTED:
             raise ReplyError(b"ERR Unrecognized REPLCONF option: " + argv[i])
     return OK
+
+
+def acknowledged(c: Client, value: bytes) -> None:
+    """REPLCONF ACK offset [FACK aofoffset]: how far a replica has processed the stream."""
+    primary = c.state.repl_primary
+    offset = try_int(value)
+    if primary is not None and offset is not None:
+        primary.acked(c, offset)
 
 
 def check_flag(value: bytes) -> None:
@@ -105,81 +185,77 @@ def check_version(value: bytes) -> None:
 
 
 # --- SYNC / PSYNC -----------------------------------------------------------------------------
-# A full synchronization as Valkey starts it for a replica without the EOF capability: the
-# data set as an RDB file in one bulk (`$len` then the bytes, no CRLF), after
-# `+FULLRESYNC replid offset` for PSYNC. fakekey sends no replication stream after it;
-# a connection that said REPLCONF rdb-only 1 is closed once the file is sent, as Valkey's.
+# The connection becomes a replica (persistence/replication_primary.py): `+CONTINUE` and the
+# backlog from its offset when the backlog holds it, else `+FULLRESYNC replid offset` (PSYNC)
+# and the data set as Valkey's RDB file (one bulk, or the `$EOF:` form for a replica with
+# `capa eof`), then the replication stream. A connection that said REPLCONF rdb-only 1 gets
+# the file alone and is closed, as Valkey's.
 
 PENDING_OUTPUT = ReplyError("ERR SYNC and PSYNC are invalid with pending output")
 
 
 @command("sync", 1, REPL_ADMIN + " no_async_loading no_multi", acl="dangerous", group="server",
          since="1.0.0", complexity="", summary="Asks for the data set, as a replica does: "
-         "answered with an RDB snapshot.")
+         "answered with an RDB snapshot, then the replication stream.")
 def sync(c: Client, argv: list[bytes]) -> Any:
-    return full_sync(c, b"")
+    return full_sync(c, psync=False)
 
 
 @command("psync", -3, REPL_ADMIN + " no_async_loading no_multi", acl="dangerous", group="server",
          since="2.8.0", complexity="", summary="Asks for a partial or full resynchronization, as "
-         "a replica does: answered with a full one (an RDB snapshot).")
+         "a replica does: the missing part of the stream, or a snapshot and the stream.")
 def psync(c: Client, argv: list[bytes]) -> Any:
-    _int(argv[2])
-    if argv[1] != b"?":  # a partial resync asked for: fakekey keeps no backlog to give
-        c.state.stats["sync_partial_err"] += 1
-    return full_sync(c, b"+FULLRESYNC " + c.state.replid.encode() + b" 0\r\n")
+    offset = _int(argv[2])
+    state = c.state
+    primary = state.repl_primary
+    if primary is not None and primary.is_replica(c):
+        return NO_REPLY  # already a replica: Valkey ignores it
+    if argv[1] != b"?" and not c.rdb_only:
+        if primary is not None and primary.can_continue(argv[1], offset):
+            refuse_pending_output(c)
+            return Raw(primary.continue_sync(c, offset))
+        state.stats["sync_partial_err"] += 1
+    return full_sync(c, psync=True)
 
 
-def full_sync(c: Client, preamble: bytes) -> Any:
+def refuse_pending_output(c: Client) -> None:
     connection = c.connection
     if connection is not None and connection.out:  # replies of this batch still to go
         raise PENDING_OUTPUT
-    snapshot = rdb_snapshot(c.state)
-    c.state.stats["sync_full"] += 1
-    if c.rdb_only:
-        c.close_after_reply = True
-    return Raw(preamble + b"$%d\r\n" % len(snapshot) + snapshot)
 
 
-def rdb_snapshot(state: ServerState) -> bytes:
-    """The data set as Valkey's RDB file (version 80): aux fields, each database with
-    its sizes, keys with their deadlines, then EOF and the CRC64."""
-    limits = rdb.Limits.of(state.config)
-    out = bytearray(b"VALKEY%03d" % rdb.RDB_VERSION)
-    aux = {b"valkey-ver": state.valkey_version.encode(), b"redis-bits": b"64",
-           b"ctime": b"%d" % (state.now // 1000), b"used-mem": b"%d" % used_memory(state),
-           b"repl-stream-db": b"0", b"repl-id": state.replid.encode(), b"repl-offset": b"0",
-           b"aof-base": b"0"}
-    for name, value in aux.items():
-        out += b"\xfa" + rdb_string(name, limits) + rdb_string(value, limits)
-    for db in state.dbs:
-        if not db.data:
-            continue
-        out += b"\xfe" + rdb_length(db.index)
-        out += b"\xfb" + rdb_length(len(db.data)) + rdb_length(len(db.expires))
-        for key, value in db.data.items():
-            when = db.expires.get(key)
-            if when is not None:
-                out += b"\xfc" + struct.pack("<q", when)
-            obj = rdb.serialize(value, limits)
-            out += obj[:1] + rdb_string(key, limits) + obj[1:]
-    out += b"\xff"
-    out += rdb.crc64(out).to_bytes(8, "little")
-    return bytes(out)
+def full_sync(c: Client, psync: bool) -> Any:
+    refuse_pending_output(c)
+    state = c.state
+    state.stats["sync_full"] += 1
+    primary = replication_primary(state)
+    if c.rdb_only or c.connection is None:  # the snapshot alone, the connection closed
+        c.close_after_reply = c.rdb_only
+        preamble = b"+FULLRESYNC %s %d\r\n" % (state.replid.encode(), state.repl_offset) if psync else b""
+        snapshot = primary.rdb(state)
+        return Raw(preamble + b"$%d\r\n" % len(snapshot) + snapshot)
+    answer = primary.full_sync(c, psync)
+    return NO_REPLY if answer is None else Raw(answer)
 
 
-def rdb_string(data: bytes, limits: Any) -> bytes:
-    return rdb._string(bytes(data), limits.compression)
+# --- WAIT ------------------------------------------------------------------------------------
 
 
-def rdb_length(n: int) -> bytes:
-    return rdb._len(n)
-
-
-def used_memory(state: ServerState) -> int:
-    from fakekey.commands.info import STARTUP_MEMORY, dataset_bytes
-
-    return STARTUP_MEMORY + dataset_bytes(state)
+def wait_for_replicas(c: Client, argv: list[bytes], numreplicas: int, timeout: int, base: int) -> Any:
+    """WAIT with real replicas: the count that acknowledged the client's last write now,
+    or (blocking) once `numreplicas` have, or at the timeout (0: none) what it is then.
+    `base`: the in-process replicas, which have all acknowledged already."""
+    state = c.state
+    primary = replication_primary(state)
+    acked = primary.acks_at(primary.write_offset(c))
+    if acked >= numreplicas or state.deny_blocking:
+        return base + acked
+    cmd = c.cmd
+    assert cmd is not None  # the command running now
+    deadline = state.now + timeout if timeout else 0
+    state.blocking.block(c, [], deadline, cmd, argv, base + acked)
+    primary.wait(c, numreplicas, base)
+    return NO_REPLY
 
 
 # --- FAILOVER --------------------------------------------------------------------------------

@@ -324,8 +324,7 @@ def _check_replicaof(words: list[str]) -> str:
     port = strtoll_whole(words[1])
     if port is None or not words[1] or not 0 <= port <= 65535:
         raise ConfigError("Invalid primary port")
-    # fakekey keeps no replication link: a replica that never syncs would mislead
-    raise ConfigError("fakekey does not replicate: replicaof is not supported")
+    return f"{words[0]} {port}"  # the server follows it once started (net/replica_link.py)
 
 
 _DOUBLE_RE = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf(?:inity)?)\Z", re.I)

@@ -20,7 +20,9 @@ if TYPE_CHECKING:
 def reclaim_fields(db: Database, key: bytes, h: HashValue, now: int, limit: int = 0) -> int:
     """Delete the fields of `h` due at `now` (at most `limit`, if given), as Valkey's
     active expiry does (hexpired, then del if the hash is left empty). Returns how many
-    went."""
+    went. A replica deletes none: its primary's HDEL does."""
+    if db.state.upstream is not None:
+        return 0
     due = h.expire_fields(now, limit)
     if due:
         count_expired_fields(db.state, len(due))

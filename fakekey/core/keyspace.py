@@ -187,6 +187,8 @@ class Database:
         written with it (SET EX), or its command counts it (EXPIRE: fakekey/core/dirty.py)."""
         if event != "expire":
             self.state.dirty += 1
+        if self.state.journal is not None:  # Valkey's form is being propagated (persistence/propagate.py)
+            self.state.journal.append((self.index, key))
         value = self.data.get(key)
         emptied = value is not None and not isinstance(value, STRING_TYPES) and not value
         if emptied:
@@ -224,6 +226,8 @@ class Database:
         if type(value) is not bytes and event not in ("rename_from", "move_from"):
             release(self.state, value, lazy_setting(self.state, "server-del") if lazy is None else lazy)
         self.state.dirty += 1
+        if self.state.journal is not None:
+            self.state.journal.append((self.index, key))
         if self.watched:
             self._touch_watchers(key)
         if self.waiting and key in self.waiting:
@@ -238,6 +242,8 @@ class Database:
         expires = self.expires
         new = key not in expires
         expires[key] = when_ms  # a dirty change counted by its command (fakekey/core/dirty.py)
+        if self.state.journal is not None:
+            self.state.journal.append((self.index, key))
         if new:
             self.sampled_volatile.added(key, expires)
 
@@ -258,7 +264,11 @@ class Database:
             self.set_expire(key, deadline)
 
     def persist(self, key: bytes) -> bool:
-        return self.expires.pop(key, None) is not None
+        if self.expires.pop(key, None) is None:
+            return False
+        if self.state.journal is not None:
+            self.state.journal.append((self.index, key))
+        return True
 
     def _remove(self, key: bytes) -> None:
         del self.data[key]
@@ -309,6 +319,9 @@ class Database:
         when = self.expires.get(key)
         if when is None or self.state.now <= when:
             return False
+        upstream = self.state.upstream
+        if upstream is not None:  # a replica: gone to its clients, deleted by the primary's DEL
+            return upstream.hides_expired(self.state)
         if self.state.paused is None:  # CLIENT PAUSE: expired, but kept until it ends
             self.expire_now(key)
         return True
@@ -392,8 +405,8 @@ class Database:
                 return None
             if not self._expire_if_due(key):
                 return key
-            if self.state.paused is not None:  # expired keys stay while paused
-                return None
+            if self.state.paused is not None or self.state.upstream is not None:
+                return None  # expired keys stay while paused, and on a replica
         return None
 
     def __len__(self) -> int:

@@ -47,11 +47,15 @@ from fakekey.resp.replies import QUEUED, ReplyError
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Callable
 
     from fakekey.core.client import Client
+    from fakekey.core.upstream import Upstream
     from fakekey.net.server import Connection
     from fakekey.persistence.aof import AppendLog, Recorder
     from fakekey.persistence.manager import Persistence
+    from fakekey.persistence.propagate import Propagation
+    from fakekey.persistence.replication_primary import ReplicationPrimary
     from fakekey.scripting.bridge import ScriptRun, ScriptRunner
     from fakekey.scripting.libraries import Libraries
     from fakekey.scripting.scripts import EvalScripts
@@ -158,9 +162,22 @@ class ServerState:
         self.persistence: Persistence | None = None  # snapshots and the log (fakekey/persistence), set by Server
         # a primary's in-process replicas: its changes, recorded as the log records them
         # and applied to them (persistence/replicas.py); the offset counts their bytes
-        self.feed: Recorder | None = None
+        self.feed: Recorder | Propagation | None = None
+        # while Valkey's propagation form has a consumer (a real replica: persistence/
+        # propagate.py): the (db, key) the write funnel changed in the running unit
+        self.journal: list[tuple[int, bytes]] | None = None
+        # the primary side of replication to real replicas (persistence/replication_primary.py)
+        self.repl_primary: ReplicationPrimary | None = None
         self.repl_offset = 0
         self.replica_of: ServerState | None = None  # an in-process replica's primary
+        # REPLICAOF host port: the primary this server follows over the network, and the
+        # link's state (core/upstream.py; the link is net/replica_link.py, which Server
+        # sets `connect_upstream` to start); the replication id and offset a promotion
+        # (REPLICAOF NO ONE) keeps as the secondary ones
+        self.upstream: Upstream | None = None
+        self.connect_upstream: Callable[[str, int, bool], Upstream] | None = None
+        self.replid2 = "0" * 40
+        self.second_repl_offset = -1
         self.aof: AppendLog | None = None  # the append-only log while appendonly is on (persistence/aof.py)
         self.tcp_port = self.config["port"]
         self.fakekey_enabled = self.config["enable-fakekey-commands"]
@@ -213,6 +230,8 @@ class ServerState:
             self.busy_script.after(self.remove_client, client)
             return
         self.clients.pop(client.id, None)
+        if self.repl_primary is not None:  # a real replica's link ends (persistence/replication_primary.py)
+            self.repl_primary.client_gone(client)
         if client.monitor:
             stop_monitoring(client)
         self.blocking.forget(client)
@@ -266,6 +285,8 @@ class ServerState:
             self.lfu_on = value.endswith("-lfu")
         elif name == "min-replicas-to-write" or name == "min-replicas-max-lag":
             self.too_few_replicas = too_few_replicas(self.config)
+            if self.repl_primary is not None:  # real replicas count (persistence/replication_primary.py)
+                self.repl_primary.refresh_good_replicas()
         elif name == "latency-monitor-threshold":
             self.latency_ns = threshold_ns(value)
         elif name in SETTINGS[SLOW]:
@@ -370,7 +391,7 @@ class ServerState:
     def expire_all_due(self) -> int:
         """Delete every key whose deadline has passed (the clock moved)."""
         now = self.tick()
-        if self.paused is not None:  # keys do not expire while clients are paused
+        if self.paused is not None or self.upstream is not None:  # paused, or a replica: kept
             return 0
         removed = sum(db.expire_due(now) for db in self.dbs)
         for db in self.dbs:  # then the fields past their own deadline, as Valkey
@@ -382,7 +403,8 @@ class ServerState:
         work while a backlog of expired keys remains (fakekey/core/expiry.py)."""
         if self.busy_script is not None:  # the busy script owns the data and the clock
             return
-        if self.paused is None and self.active_expire:  # keys do not expire while paused
+        # keys do not expire while paused; a replica waits for its primary's DEL
+        if self.paused is None and self.active_expire and self.upstream is None:
             self.expiry.cycle(fast)
         else:
             self.tick()
@@ -446,7 +468,8 @@ class ServerState:
                 redirect = READ_ONLY_REPLICA  # a keyless write (FLUSHALL) on a replica
             if redirect is not None:
                 return self._redirect(client, cmd, redirect)
-        if self.maxmemory and self.busy_script is None:  # evict, or refuse what may grow memory
+        # evict, or refuse what may grow memory (not on a replica: replica-ignore-maxmemory)
+        if self.maxmemory and self.busy_script is None and not self._ignores_maxmemory():
             refusal = refuses(self, client, cmd, argv)
             if refusal is not None:
                 self.command_stats[cmd.index].rejected_calls += 1
@@ -456,6 +479,11 @@ class ServerState:
         if self.too_few_replicas and is_write_command(client, cmd, argv):
             self.command_stats[cmd.index].rejected_calls += 1
             return self._reject(client, NOREPLICAS, cmd.name == "exec")
+        if self.upstream is not None:  # a replica: READONLY, MASTERDOWN (core/upstream.py)
+            refusal = self.upstream.refusal(self, client, cmd, argv)
+            if refusal is not None:
+                self.stats_of(cmd).rejected_calls += 1
+                return self._reject(client, refusal, cmd.name == "exec")
         if client.protocol == 2 and (client.channels or client.patterns or client.shard_channels):
             if cmd.name not in SUBSCRIBED_RESP2:
                 return self._reject(client, ReplyError(
@@ -504,6 +532,11 @@ class ServerState:
         elif client.in_multi:
             client.doom_transaction()
         return self._count_error(redirect)
+
+    def _ignores_maxmemory(self) -> bool:
+        """A replica with replica-ignore-maxmemory yes neither evicts nor refuses: its
+        primary's DELs keep its memory (Valkey's performEvictions)."""
+        return self.upstream is not None and bool(self.config["replica-ignore-maxmemory"])
 
     def replicas(self) -> list[ServerState]:
         """This primary's in-process replicas that are attached and reachable."""

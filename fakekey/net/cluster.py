@@ -17,7 +17,7 @@ from typing import Any
 
 from fakekey.core.cluster import Bus, ClusterView, split_slots
 from fakekey.net.server import Server, new_event_loop
-from fakekey.persistence.replicas import ReplicaFeed, attach, promote
+from fakekey.persistence.replicas import attach, promote, replica_feed
 
 
 class Node:
@@ -277,8 +277,8 @@ class Cluster:
 
     def _catch_up(self) -> None:
         for node in self.nodes:
-            feed = node.server.state.feed
-            if isinstance(feed, ReplicaFeed):
+            feed = replica_feed(node.server.state)  # under a Propagation too (real replicas)
+            if feed is not None:
                 feed.catch_up()
 
     def _look(self) -> None:

@@ -13,8 +13,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any, Final
 
+from fakekey.commands.replication import follow
 from fakekey.config.directives import StartupRefused, startup_refusal
 from fakekey.config.limits import adjust_open_files_limit
 from fakekey.config.settings import Config, ConfigError, setting_error
@@ -38,6 +40,7 @@ from fakekey.modules.emq.timers import rearm_after_load
 from fakekey.net.cluster_bus import ClusterBus, bind_bus
 from fakekey.net.faults import NEXT, NOT_TAKEN, ServerFaults, take_request
 from fakekey.net.registry import server_commands
+from fakekey.net.replica_link import start_link, stop_link
 from fakekey.persistence.manager import Persistence
 from fakekey.resp.parser import ProtocolError
 from fakekey.resp.replies import NO_REPLY, QUEUED, ReplyError
@@ -950,6 +953,10 @@ class Server:
             await self._start_cluster_bus(state.cluster, bus_sockets)
         config.appliers["port"] = self._apply_port
         config.appliers["bind"] = self._apply_bind
+        state.connect_upstream = partial(start_link, state)  # REPLICAOF host port
+        if config["replicaof"]:  # a replica from the start (net/replica_link.py)
+            host, port = config["replicaof"].rsplit(" ", 1)
+            follow(state, host, int(port), at_startup=True)
         self._tasks.append(self._loop.create_task(self._cron()))
         self._tasks.append(self._loop.create_task(state.persistence.run_cron()))
         return self
@@ -1062,6 +1069,7 @@ class Server:
         if self.cluster_bus is not None:
             await self.cluster_bus.stop()
             self.cluster_bus = None
+        await stop_link(self.state)  # a replica's link to its primary ends first
         if self.state.script_runner is not None:
             self.state.script_runner.abandon()  # a BUSY script ends with the server
         for task in self._tasks:

@@ -74,6 +74,8 @@ class SaveOptions:
     used_memory: int | None = None
     key_cost: Callable[[bytes, Any], int] | None = None
     base_memory: int = 0
+    # a snapshot for a replica: the replication stream's database, id and offset
+    repl: tuple[int, str, int] | None = None
 
 
 def iter_rdb(image: Image, options: SaveOptions, now_ms: int, out: list[bytes],
@@ -123,8 +125,12 @@ def _header(image: Image, options: SaveOptions, used_memory: int) -> bytes:
     c = options.limits.compression
     parts = [b"VALKEY%03d" % rdb.RDB_VERSION]
     aux = [(b"valkey-ver", options.valkey_version.encode()), (b"redis-bits", b"64"),
-           (b"ctime", b"%d" % options.ctime), (b"used-mem", b"%d" % used_memory),
-           (b"aof-base", b"1" if options.aof_base else b"0")]
+           (b"ctime", b"%d" % options.ctime), (b"used-mem", b"%d" % used_memory)]
+    if options.repl is not None:
+        stream_db, replid, offset = options.repl
+        aux += [(b"repl-stream-db", b"%d" % stream_db), (b"repl-id", replid.encode()),
+                (b"repl-offset", b"%d" % offset)]
+    aux.append((b"aof-base", b"1" if options.aof_base else b"0"))
     for name, value in aux:
         parts += [bytes((OP_AUX,)), rdb._string(name, c), rdb._string(value, c)]
     for code in image.libraries:

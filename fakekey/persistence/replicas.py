@@ -4,13 +4,19 @@ snapshot, a random write by its effect, an expiry as a removal), applied to each
 as the command ends, in order. The replication offset counts the bytes of those records.
 
 A replica applies a unit as a client that may do anything and never blocks (the log's
-Replayer), so what it holds after each command is what its primary holds."""
+Replayer), so what it holds after each command is what its primary holds.
+
+The server may also serve real replicas (persistence/replication_primary.py): then its
+feed is a Propagation (persistence/propagate.py) that wraps this one, whichever attached
+first, and the offset is that stream's (a Valkey primary has one offset): the in-process
+replicas take it instead of counting their own records."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from fakekey.persistence.aof import Recorder, Replayer
+from fakekey.persistence.propagate import Propagation
 
 if TYPE_CHECKING:
     from fakekey.core.state import ServerState
@@ -62,12 +68,28 @@ class ReplicaFeed(Recorder):
             replica.replica_of = None
 
     def followers(self) -> list[Any]:
-        return [r.state for r in self.replicas if id(r.state) not in self.behind and self._reaches(r.state)]
+        found = [r.state for r in self.replicas if id(r.state) not in self.behind and self._reaches(r.state)]
+        if self._offset_shared():  # the last unit moved the shared offset after they applied it
+            for replica in found:
+                replica.repl_offset = self.state.repl_offset
+                replica.replid = self.state.replid
+        return found
+
+    def _offset_shared(self) -> bool:
+        """Real replicas follow too: the offset is their stream's, not these records'."""
+        primary = self.state.repl_primary
+        return primary is not None and primary.backlog is not None
+
+    def _advance(self, size: int) -> None:
+        """The offset after a unit of `size` bytes of these records (or, shared, the
+        real replicas' stream's, which moves by itself)."""
+        if not self._offset_shared():
+            self.state.repl_offset = max(self.offset, self.state.repl_offset) + size
+        self.offset = self.state.repl_offset
 
     def ping(self) -> None:
         """The replication PING: it moves the offset (an idle replica's offset is not 0)."""
-        self.offset += len(REPLICATION_PING)
-        self.state.repl_offset = self.offset
+        self._advance(len(REPLICATION_PING))
         for replayer in self.replicas:
             replayer.state.repl_offset = self.offset
 
@@ -81,8 +103,7 @@ class ReplicaFeed(Recorder):
         super().expired(db, key)
 
     def deliver(self, unit: bytes) -> None:
-        self.offset += len(unit)
-        self.state.repl_offset = self.offset
+        self._advance(len(unit))
         for replayer in self.replicas:
             replica = replayer.state
             if not self._reaches(replica):  # cut off or dead: it resyncs when back
@@ -94,15 +115,35 @@ class ReplicaFeed(Recorder):
             finally:
                 replica.now = saved
             replica.repl_offset = self.offset
+            replica.replid = self.state.replid  # a real replica's first sync starts a new history
             if replica.blocking.ready:  # readers parked on the replica (READONLY) wake
                 replica.blocking.serve()
 
 
+def replica_feed(state: ServerState) -> ReplicaFeed | None:
+    """The server's in-process replicas' feed, if it has one (under a Propagation too)."""
+    feed = state.feed
+    if isinstance(feed, Propagation):
+        feed = feed.inner
+    return feed if isinstance(feed, ReplicaFeed) else None
+
+
+def install_feed(state: ServerState, feed: ReplicaFeed | None) -> None:
+    """`feed` becomes the server's in-process replicas' feed (None: it has none), under the
+    Propagation that serves real replicas when there is one, so they keep the stream."""
+    outer = state.feed
+    if isinstance(outer, Propagation):
+        outer.inner = feed
+    else:
+        state.feed = feed
+
+
 def attach(replica: ServerState, primary: ServerState) -> None:
     """`replica` takes `primary`'s data and follows its writes from now on."""
-    feed = primary.feed
-    if not isinstance(feed, ReplicaFeed):
-        feed = primary.feed = ReplicaFeed(primary)
+    feed = replica_feed(primary)
+    if feed is None:
+        feed = ReplicaFeed(primary)
+        install_feed(primary, feed)
     feed.attach(replica)
 
 
@@ -122,12 +163,12 @@ def promote(replica: ServerState) -> None:
     for slot, owner in enumerate(view.owners):
         if owner is not None and owner.id == old_id:
             view.claim(slot, view.myself)
-    if replica.feed is None:
-        replica.feed = ReplicaFeed(replica)
+    if replica_feed(replica) is None:
+        install_feed(replica, ReplicaFeed(replica))
     for other in shard:
-        old_feed = other.state.feed
-        if isinstance(old_feed, ReplicaFeed):
-            other.state.feed = None
+        old_feed = replica_feed(other.state)
+        if old_feed is not None:
+            install_feed(other.state, None)
             if old_feed.offset > replica.repl_offset:
                 replica.repl_offset = old_feed.offset
         # the old primary learns it from the claim below (its blocked clients are told
@@ -136,8 +177,8 @@ def promote(replica: ServerState) -> None:
         if other.myself.id != old_id and view.bus.sees(view, other):
             other.myself.primary = other.nodes.get(view.myself.id) or other.meet_node(view.myself)
             attach(other.state, replica)
-    feed = replica.feed
-    assert isinstance(feed, ReplicaFeed)
+    feed = replica_feed(replica)
+    assert feed is not None
     feed.offset = max(feed.offset, replica.repl_offset)
     view.myself.repl_offset = feed.offset
     view.announce()

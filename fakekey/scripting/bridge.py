@@ -31,6 +31,7 @@ from greenlet import GreenletExit, getcurrent, greenlet
 from fakekey.core.client import Client
 from fakekey.core.replicas import NOREPLICAS
 from fakekey.core.transactions import end_transaction
+from fakekey.core.upstream import READONLY
 from fakekey.memory.eviction import OOM
 from fakekey.resp.encoder import ENCODERS, format_double
 from fakekey.resp.replies import (
@@ -658,6 +659,10 @@ class CommandBridge:
             if writes or cmd.name in _MAY_REPLICATE:
                 if run.read_only:
                     raise self._refused(READ_ONLY_WRITE, cmd)
+                upstream = state.upstream  # a read-only replica: only its primary writes
+                if (writes and upstream is not None and state.config["replica-read-only"]
+                        and caller is not upstream.client):
+                    raise self._refused(READONLY.message, cmd)
                 if writes and state.too_few_replicas:  # a script without a shebang writes
                     raise self._refused(NOREPLICAS.message, cmd)
                 # out of memory as the script began: refused until its first write (scriptVerifyOOM)

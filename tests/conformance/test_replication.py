@@ -1,8 +1,8 @@
 """Replication and cluster-mode commands on a lone primary without cluster support:
 READONLY, READWRITE, ASKING, REPLICAOF/SLAVEOF, REPLCONF, FAILOVER, WAITAOF, CLIENT
 IMPORT-SOURCE (Valkey 9.1's answers and errors), and SYNC/PSYNC's RDB snapshot.
-`REPLICAOF host port` starts replication on Valkey and is refused by fakekey
-(docs/differences.md), so only its checks before that are compared here."""
+`REPLICAOF host port` starts replication on both (tests/fakekey/test_replica_link.py
+follows a real primary), so only its checks before that are compared here."""
 
 from __future__ import annotations
 
