@@ -1,21 +1,31 @@
-"""The append-only log: every change, as a record, before the reply that acknowledges it.
+"""Valkey's append-only file (a multi-part AOF, Valkey 7+), and fakekey's record form.
 
-What a record is (docs/persistence.md says why): the write command as it ran, with the
-database it ran in and its clock snapshot (`state.now`). Replaying it under the same
-snapshot against the same data gives the same result, so relative expiries, `XADD *`,
-delivery times and lazily expired keys come out as they did. The exceptions are logged by
-their effect: a random write (SPOP) as the resulting value of its keys, an expired or
-evicted key as its removal. Scripts and functions are logged by the commands they ran,
-MULTI/EXEC and a script's commands as one record (all or nothing at load).
+**Valkey's AOF** (what `appendonly yes` writes and loads). The folder `appenddirname`
+holds a base (an RDB file, `aof-use-rdb-preamble yes`, or RESP commands), incr files of
+RESP commands, and the manifest naming them (aof_manifest.py). The log is a subscriber of
+the server's `Propagation` (propagate.py): each execution unit arrives as Valkey's
+propagation form, encoded with the log's own SELECT state, MULTI/EXEC around a unit of
+more than one command, without what is for replicas only (PUBLISH), preceded by
+`#TS:<unix seconds>` when `aof-timestamp-enabled` says so and the second changed. It is
+written before any reply of the loop turn leaves (`before_reply`), and fsynced there
+under `appendfsync always`.
+
+Loading an incr (or RESP base) file is Valkey's loadSingleAppendOnlyFile: command after
+command as the AOF client (never blocked, no reply), `#` lines skipped, a transaction
+applied at its EXEC; a cut last command (or a MULTI without its EXEC) at the end of the
+last file is truncated away under `aof-load-truncated yes`. The whole set of files is
+read and checked before a single command runs.
+
+**fakekey's record form** (FKAOF records) still feeds the in-process replicas of a
+`fakekey.Cluster` (replicas.py), and is what fakekey's former log holds: a folder written
+by an earlier release (its manifest starts `fakekey-aof-manifest 1`) loads once and is
+written again in Valkey's form at once.
 
     header  b"FKAOF" version:u8
     C       db:u32 now:i64 argc:u64 args (blobs)
     V       db:u32 now:i64 key:blob present:u8 [deadline:i64 value]
     X       db:u32 now:i64 key:blob                (the key expired or was evicted)
     M       count:u64 records (blobs)              (one unit)
-
-The directory `appenddirname` (under `dir`) holds a base snapshot, the incremental logs
-written since, and `<appendfilename>.manifest` naming them (replaced atomically).
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fakekey.persistence import rdb
 from fakekey.persistence.codec import (
     CorruptData,
     FrameError,
@@ -38,7 +49,8 @@ from fakekey.persistence.codec import (
     frame,
     iter_frames,
 )
-from fakekey.persistence.snapshot import LoadError, fsync_dir, write_file_atomically
+from fakekey.persistence.propagate import Op, StreamEncoder, encode_command
+from fakekey.persistence.snapshot import Image, LoadError, fsync_dir
 from fakekey.resp.replies import NO_REPLY, ReplyError
 
 if TYPE_CHECKING:
@@ -57,43 +69,311 @@ BY_EFFECT: frozenset[str] = frozenset()
 NOT_LOGGED = frozenset({"save", "bgsave", "bgrewriteaof", "shutdown"})
 
 
-# --- the manifest ------------------------------------------------------------------------------
+# --- Valkey's AOF: the writer ---------------------------------------------------------------------
+
+
+class AppendLog:
+    """The incr file being written. `state.aof` while appendonly is on, and a subscriber
+    of the server's Propagation."""
+
+    def __init__(self, state: ServerState, path: str) -> None:
+        self.state = state
+        self.path = path
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.encoder = StreamEncoder(replica=False)
+        self.pending = bytearray()  # units not yet written to the file
+        self.unsynced = False  # written but not fsynced (everysec / no)
+        self.write_ok = True
+        self.last_fsync = time.monotonic()
+        self.size = os.fstat(self.fd).st_size
+        self.last_timestamp = 0  # the second of the last #TS annotation
+
+    # --- what the server calls -------------------------------------------------------
+
+    def propagate(self, ops: list[Op]) -> None:
+        """A unit of Valkey's propagation form, as this file's commands."""
+        if self.state.config["aof-timestamp-enabled"]:
+            self._timestamp()
+        self.pending += self.encoder.encode(ops)
+
+    def _timestamp(self) -> None:
+        """genAofTimestampAnnotationIfNeeded: `#TS:<seconds>` when the second changed."""
+        now = int(time.time())
+        if now > self.last_timestamp:
+            self.last_timestamp = now
+            self.pending += b"#TS:%d\r\n" % now
+
+    def run(self, client: Any, cmd: Any, argv: list[bytes]) -> Any:
+        """Commands reach the log through the Propagation: the handler alone here."""
+        return cmd.handler(client, argv)
+
+    def expired(self, db: int, key: bytes) -> None:
+        """Removals reach the log through the Propagation too."""
+
+    # --- writing -------------------------------------------------------------------------
+
+    def before_reply(self) -> None:
+        """Replies are about to leave: what they acknowledge goes to the file first (and
+        to the disk under appendfsync always). Called once per loop turn with data."""
+        if self.pending:
+            self.flush(self.state.config["appendfsync"] == "always")
+
+    def flush(self, sync: bool) -> None:
+        data, self.pending = self.pending, bytearray()
+        if data:
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self.fd, view):]
+                self.size += len(data)
+                self.write_ok = True
+            except OSError as err:
+                # no half command stays behind, and the data waits for the next try
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self.fd, self.size)
+                self.pending = data + self.pending
+                self.write_ok = False
+                log.warning("Error writing to the AOF file: %s", err.strerror)
+                raise
+            self.unsynced = True
+        if sync and self.unsynced:
+            os.fdatasync(self.fd)
+            self.unsynced = False
+            self.last_fsync = time.monotonic()
+
+    def tick(self) -> None:
+        """From the cron: units made outside any reply (expiries), the everysec fsync."""
+        if self.pending:
+            self.flush(self.state.config["appendfsync"] == "always")
+        if self.unsynced and self.state.config["appendfsync"] == "everysec" \
+                and time.monotonic() - self.last_fsync >= 1:
+            self.flush(True)
+
+    def switch_to(self, path: str) -> None:
+        """Continue in a new incr file (a rewrite began): the old one flushed and synced,
+        the new one starts with its own SELECT (Valkey's aof_selected_db = -1)."""
+        self.flush(True)
+        os.close(self.fd)
+        self.path = path
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.encoder = StreamEncoder(replica=False)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                self.flush(True)
+            os.close(self.fd)
+            self.fd = -1
+
+
+# --- Valkey's AOF: reading ------------------------------------------------------------------------
 
 
 @dataclass
-class Manifest:
-    """Which files make the log: one base snapshot (maybe none) and incremental logs."""
+class AofRead:
+    """The commands of a RESP file, whole ones only; the offset to truncate at when its
+    end is cut (a cut command, or a MULTI without its EXEC), with Valkey's log lines."""
+
+    commands: list[list[bytes]]
+    truncated_at: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+BAD_FORMAT = ("Bad file format reading the append only file {name}: make a backup of your AOF "
+              "file, then use ./valkey-check-aof --fix <filename.manifest>")
+UNEXPECTED_EOF = ("Unexpected end of file reading the append only file {name}. You can: 1) Make a "
+                  "backup of your AOF file, then use ./valkey-check-aof --fix <filename.manifest>. "
+                  "2) Alternatively you can set the 'aof-load-truncated' configuration option to "
+                  "yes and restart the server.")
+
+
+class BadFormat(Exception):
+    """A RESP file that is not commands (Valkey's fmterr)."""
+
+
+def parse_aof(name: str, data: bytes | memoryview) -> AofRead:
+    """The file's commands as Valkey's loader reads them; BadFormat (with Valkey's text)
+    when it is not RESP."""
+    buf = bytes(data)
+    n = len(buf)
+    pos = 0
+    commands: list[list[bytes]] = []
+    valid_up_to = 0
+    multi: tuple[int, int] | None = None  # an open MULTI: its index and the offset before it
+    while pos < n:
+        line, pos = _line(buf, pos)
+        if line[:1] == b"#":
+            continue  # an annotation (#TS:...)
+        if line[:1] != b"*":
+            raise BadFormat(BAD_FORMAT.format(name=name))
+        parsed = _command(name, buf, pos, _atol(line[1:]) if len(line) > 1 else None)
+        if parsed is None:  # the end of the file cut it
+            return _cut(commands, valid_up_to, multi)
+        argv, pos = parsed
+        word = argv[0].lower()
+        if word == b"multi":
+            multi = (len(commands), valid_up_to)
+        elif word == b"exec":
+            multi = None
+        commands.append(argv)
+        valid_up_to = pos
+    if multi is not None:  # a transaction without its EXEC: reverted, as a cut end
+        read = _cut(commands, valid_up_to, multi)
+        read.notes.insert(0, f"Revert incomplete MULTI/EXEC transaction in AOF file {name}")
+        return read
+    return AofRead(commands)
+
+
+def _command(name: str, buf: bytes, pos: int, argc: int | None) -> tuple[list[bytes], int] | None:
+    """The arguments after a `*argc` line, and the offset after them; None when the file
+    ends before they do."""
+    if argc is None:  # `*` and the end of the file
+        return None
+    if argc < 1:
+        raise BadFormat(BAD_FORMAT.format(name=name))
+    n = len(buf)
+    argv: list[bytes] = []
+    for _ in range(argc):
+        if pos >= n:
+            return None
+        line, pos = _line(buf, pos)
+        if line[:1] != b"$":
+            raise BadFormat(BAD_FORMAT.format(name=name))
+        size = _atol(line[1:])
+        if size < 0:
+            raise BadFormat(BAD_FORMAT.format(name=name))
+        if pos + size + 2 > n:  # the argument or its CRLF is cut
+            return None
+        argv.append(buf[pos:pos + size])
+        pos += size + 2  # the CRLF is skipped unread, as Valkey's loader does
+    return argv, pos
+
+
+def _cut(commands: list[list[bytes]], valid_up_to: int, multi: tuple[int, int] | None) -> AofRead:
+    """The end was cut: what was whole stays, a transaction still open goes entirely."""
+    if multi is not None:
+        return AofRead(commands[:multi[0]], multi[1])
+    return AofRead(commands, valid_up_to)
+
+
+def _line(buf: bytes, pos: int) -> tuple[bytes, int]:
+    """fgets: up to and including the next newline, or the rest."""
+    end = buf.find(b"\n", pos)
+    end = len(buf) if end < 0 else end + 1
+    return buf[pos:end], end
+
+
+def _atol(text: bytes) -> int:
+    """atoi/strtol: the leading integer, 0 when there is none."""
+    text = text.strip(b" \t\r\n")
+    i = 1 if text[:1] in (b"-", b"+") else 0
+    while i < len(text) and 48 <= text[i] <= 57:
+        i += 1
+    try:
+        return int(text[:i])
+    except ValueError:
+        return 0
+
+
+class CommandReplayer:
+    """Runs an AOF's commands as Valkey's AOF client: any command, never blocked, no
+    reply; a transaction's commands at its EXEC."""
+
+    def __init__(self, state: ServerState) -> None:
+        from fakekey.core.client import Client
+
+        self.state = state
+        self.client = Client(state)
+        self.client.acl_unrestricted = True
+        self.client.authenticated = True
+        self.queued: list[list[bytes]] | None = None
+        self.errors = 0
+
+    def run_all(self, name: str, commands: list[list[bytes]]) -> None:
+        for argv in commands:
+            self.run(name, argv)
+
+    def run(self, name: str, argv: list[bytes]) -> None:
+        word = argv[0].lower()
+        if word == b"multi":
+            self.queued = []
+        elif word == b"exec" and self.queued is not None:
+            queued, self.queued = self.queued, None
+            for one in queued:
+                self._call(name, one)
+        elif self.queued is not None:
+            self.queued.append(argv)
+        else:
+            self._call(name, argv)
+
+    def _call(self, name: str, argv: list[bytes]) -> None:
+        state = self.state
+        cmd = state.lookup_command(argv)
+        if isinstance(cmd, ReplyError) or cmd.handler is None:
+            if isinstance(cmd, ReplyError) and state.lookup(argv[0]) is not None:
+                self.errors += 1  # a known command with the wrong arguments: its error
+                return
+            raise LoadError(f"Unknown command '{argv[0].decode('utf-8', 'replace')}' reading "
+                            f"the append only file {name}")
+        client = self.client
+        client.cmd = cmd
+        state.tick()
+        state.current_client = client
+        state.touch_keys = True
+        state.deny_blocking = True
+        try:
+            cmd.handler(client, argv)
+        except ReplyError:
+            self.errors += 1
+        finally:
+            state.deny_blocking = False
+            state.current_client = None
+
+
+# --- Valkey's AOF: a base of commands (aof-use-rdb-preamble no) -----------------------------------
+
+
+def iter_aof_base(image: Image, now_ms: int, limits: rdb.Limits, out: list[bytes]) -> Iterator[None]:
+    """rewriteAppendOnlyFileRio's file: the function libraries (FUNCTION LOAD), then each
+    database's keys; a string as SET, any other value as RESTORE of its DUMP payload;
+    the deadline as PEXPIREAT. Keys already expired are left out. Yields between keys."""
+    for code in image.libraries:
+        out.append(encode_command([b"FUNCTION", b"LOAD", code]))
+    for index, data, expires in image.dbs:
+        if not data:
+            continue
+        out.append(encode_command([b"SELECT", b"%d" % index]))
+        for key, value in data.items():
+            deadline = expires.get(key, -1)
+            if deadline != -1 and deadline < now_ms:
+                continue
+            if isinstance(value, (bytes, bytearray)):
+                out.append(encode_command([b"SET", key, bytes(value)]))
+            else:
+                out.append(encode_command([b"RESTORE", key, b"0", rdb.dump(value, limits)]))
+            if deadline != -1:
+                out.append(encode_command([b"PEXPIREAT", key, b"%d" % deadline]))
+            yield
+
+
+# --- fakekey's former log: its manifest -----------------------------------------------------------
+
+
+@dataclass
+class FormerManifest:
+    """The manifest fakekey wrote before it wrote Valkey's (read once, to migrate)."""
 
     base: str | None = None
     incrs: list[str] = field(default_factory=list)
-    seq: int = 0  # the highest sequence number used in a name
-
-    def render(self) -> bytes:
-        lines = ["fakekey-aof-manifest 1", f"seq {self.seq}"]
-        if self.base:
-            lines.append(f"base {self.base}")
-        lines += [f"incr {name}" for name in self.incrs]
-        return ("\n".join(lines) + "\n").encode()
+    seq: int = 0
 
 
-def manifest_path(config: Any) -> str:
-    return os.path.join(aof_dir(config), config["appendfilename"] + ".manifest")
-
-
-def aof_dir(config: Any) -> str:
-    return os.path.join(config["dir"], config["appenddirname"])
-
-
-def read_manifest(path: str) -> Manifest | None:
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read()
-    except FileNotFoundError:
-        return None
+def parse_former_manifest(path: str, text: bytes) -> FormerManifest:
     lines = text.decode("utf-8", "replace").splitlines()
     if not lines or lines[0] != "fakekey-aof-manifest 1":
         raise LoadError(f"{path}: not a fakekey manifest (bad first line at offset 0)")
-    manifest = Manifest()
+    manifest = FormerManifest()
     offset = len(lines[0]) + 1
     for line in lines[1:]:
         word, _, rest = line.partition(" ")
@@ -109,16 +389,7 @@ def read_manifest(path: str) -> Manifest | None:
     return manifest
 
 
-def write_manifest(config: Any, manifest: Manifest) -> None:
-    write_file_atomically(manifest_path(config), [manifest.render()])
-
-
-def file_names(config: Any, seq: int) -> tuple[str, str]:
-    name = config["appendfilename"]
-    return f"{name}.{seq}.base.fksnap", f"{name}.{seq}.incr.fkaof"
-
-
-# --- records -----------------------------------------------------------------------------------
+# --- fakekey's record form (in-process replicas, and the former log) ------------------------------
 
 
 def command_record(db: int, now: int, argv: list[bytes]) -> bytes:
@@ -165,7 +436,7 @@ def multi_record(records: list[bytes]) -> bytes:
     return bytes(w.buf)
 
 
-# --- the writer ----------------------------------------------------------------------------------
+# --- fakekey's record form: the recorder ----------------------------------------------------------
 
 
 class Recorder:
@@ -248,90 +519,7 @@ class Recorder:
         self.deliver(group[0] if len(group) == 1 else multi_record(group))
 
 
-class AppendLog(Recorder):
-    """Records the changes of the running server into the current incremental file.
-    `state.aof` is this object while appendonly is on."""
-
-    def __init__(self, state: ServerState, path: str) -> None:
-        super().__init__(state)
-        self.path = path
-        self.fd = self._open(path)
-        self.pending = bytearray()  # records not yet written to the file
-        self.unsynced = False  # written but not fsynced (everysec / no)
-        self.write_ok = True
-        self.last_fsync = time.monotonic()
-        self.size = os.fstat(self.fd).st_size
-
-    def deliver(self, unit: bytes) -> None:
-        self.pending += frame(unit)
-
-    @staticmethod
-    def _open(path: str) -> int:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        if os.fstat(fd).st_size == 0:
-            os.write(fd, HEADER)
-        return fd
-
-    # --- writing -------------------------------------------------------------------------
-
-    def before_reply(self) -> None:
-        """Replies are about to leave: what they acknowledge goes to the file first (and
-        to the disk under appendfsync always). Called once per loop turn with data."""
-        if self.pending:
-            self.flush(self.state.config["appendfsync"] == "always")
-
-    def flush(self, sync: bool) -> None:
-        data, self.pending = self.pending, bytearray()
-        if data:
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self.fd, view):]
-                self.size += len(data)
-                self.write_ok = True
-            except OSError as err:
-                # no half record stays behind, and the records wait for the next try
-                with contextlib.suppress(OSError):
-                    os.ftruncate(self.fd, self.size)
-                self.pending = data + self.pending
-                self.write_ok = False
-                log.warning("Error writing to the AOF file: %s", err.strerror)
-                raise
-            self.unsynced = True
-        if sync and self.unsynced:
-            os.fdatasync(self.fd)
-            self.unsynced = False
-            self.last_fsync = time.monotonic()
-
-    def tick(self) -> None:
-        """From the cron: records made outside any reply (expiries), the everysec fsync."""
-        if self.pending:
-            self.flush(self.state.config["appendfsync"] == "always")
-        if self.unsynced and self.state.config["appendfsync"] == "everysec" \
-                and time.monotonic() - self.last_fsync >= 1:
-            self.flush(True)
-
-    def switch_to(self, path: str) -> None:
-        """Continue in a new incremental file (an AOF rewrite began). Records of the
-        running command (a MULTI with BGREWRITEAOF in it) belong with the data the new
-        base copies, so they go to the old file."""
-        if self.group:
-            self._close_group()
-        self.flush(True)
-        os.close(self.fd)
-        self.path = path
-        self.fd = self._open(path)
-        self.size = os.fstat(self.fd).st_size
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                self.flush(True)
-            os.close(self.fd)
-            self.fd = -1
-
-
-# --- loading -------------------------------------------------------------------------------------
+# --- fakekey's record form: loading ---------------------------------------------------------------
 
 
 @dataclass
@@ -422,15 +610,9 @@ class Replayer:
             state.current_client = None
 
 
-def iter_incr_files(config: Any, manifest: Manifest) -> Iterator[tuple[str, bool]]:
-    folder = aof_dir(config)
-    for i, name in enumerate(manifest.incrs):
-        yield os.path.join(folder, name), i == len(manifest.incrs) - 1
-
-
 def truncate_tail(path: str, offset: int) -> None:
-    """Cut a torn tail off the last log so new records follow whole ones (as Valkey does
-    with aof-load-truncated)."""
+    """Cut a torn tail off the last incr file so new commands follow whole ones
+    (aof-load-truncated)."""
     with open(path, "r+b") as fh:
         fh.truncate(offset)
         fh.flush()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -23,18 +24,17 @@ from typing import TYPE_CHECKING, Any
 from fakekey.memory.estimate import EXPIRE_ENTRY, quick_key_size
 from fakekey.memory.eviction import STARTUP_MEMORY, used_memory
 from fakekey.persistence import aof as aoflib
-from fakekey.persistence import rdb, rdbfile
-from fakekey.persistence.aof import AppendLog, Manifest, Replayer
+from fakekey.persistence import aof_manifest, rdb, rdbfile
+from fakekey.persistence.aof import AofRead, AppendLog, CommandReplayer
 from fakekey.persistence.codec import CorruptData
 from fakekey.persistence.load import Parsed, install, load_file, parse_file, read_file
+from fakekey.persistence.propagate import Propagation, propagation, stop_propagation
 from fakekey.persistence.snapshot import (
     Image,
     LoadError,
     commit,
     copied_image,
-    iter_snapshot,
     live_image,
-    snapshot_bytes,
     temp_name,
     write_file_atomically,
     write_temp,
@@ -63,19 +63,20 @@ class Persistence:
         self.dirty_at_bgsave = 0
         self.save_keys_total = 0
         self.rewrite_task: asyncio.Task[Any] | None = None
-        self.rewrite_job: Any = None  # (image, now, final manifest, old manifest) of the running one
+        self.rewrite_job: Any = None  # (image, now, base file name) of the running one
+        self.pending_manifest: aof_manifest.Manifest | None = None  # a log turned on: named at its base
         self.rewrite_scheduled = False
         self.rewrite_started = 0.0
         self.rewrites = 0
         self.last_rewrite_ok = True
         self.rewrite_failures = 0
         self.last_rewrite_secs = -1
-        self.manifest: Manifest | None = None
-        self.base_size = 0
+        self.manifest: aof_manifest.Manifest | None = None  # the log's, while it is on
+        self.base_size = 0  # INFO's aof_base_size (Valkey's aof_rewrite_base_size)
+        self.closed_size = 0  # the log's files before the incr file being written
         self.keys_loaded = 0
         self.keys_expired = 0
         self.loading = False  # replaying the log: FLUSHALL saves nothing then
-        self.stale_files: set[str] = set()  # an earlier log's files, gone once a new base exists
         state.config.appliers["appendonly"] = self._apply_appendonly
 
     # --- paths -------------------------------------------------------------------------
@@ -94,7 +95,7 @@ class Persistence:
     # --- loading at start ----------------------------------------------------------------------
 
     def load(self) -> None:
-        """Valkey's loadDataFromDisk: the append-only log when appendonly is on (created
+        """Valkey's loadDataFromDisk: the append-only file when appendonly is on (created
         from the snapshot if there is none yet), else the snapshot. LoadError refuses."""
         if not (self.config["appendonly"] or self.save_rules() or self.config["dir"] != "."):
             # nothing asks for persistence: a stray dump.rdb in the working directory (a
@@ -106,9 +107,7 @@ class Persistence:
             return
         started = time.monotonic()
         if self.config["appendonly"]:
-            manifest = aoflib.read_manifest(aoflib.manifest_path(self.config))
-            if manifest is not None:
-                self._load_log(manifest)
+            if self._load_aof():
                 log.info("DB loaded from append only file: %.3f seconds", time.monotonic() - started)
                 return
             self._load_snapshot(drop_expired=True)
@@ -129,79 +128,219 @@ class Persistence:
         self.keys_expired += counts.expired
         return True
 
-    def _load_log(self, manifest: Manifest) -> None:
-        folder = aoflib.aof_dir(self.config)
-        if manifest.base:
-            base = os.path.join(folder, manifest.base)
-            if not os.path.exists(base):
-                raise LoadError(f"{base}: the base file the manifest names is missing")
-            # keys expired by now are kept until the log is replayed at its own times
-            self._load_snapshot(drop_expired=False, path=base, base=True)
-        replayer = Replayer(self.state)
+    # --- loading the append-only file ------------------------------------------------------------
+
+    def _load_aof(self) -> bool:
+        """loadAppendOnlyFiles: the files the manifest names, every one read and checked
+        before anything runs. False when there is no log (no manifest, or one naming
+        nothing): the caller makes one."""
+        path = aof_manifest.manifest_path(self.config)
+        try:
+            with open(path, "rb") as fh:
+                text = fh.read()
+        except FileNotFoundError:
+            return False
+        except OSError as err:
+            raise LoadError(f"Fatal error: can't open the AOF manifest file {path} for reading: "
+                            f"{err.strerror}") from None
+        if aof_manifest.is_former(text):
+            self._load_former(aoflib.parse_former_manifest(path, text))
+            return True
+        manifest = aof_manifest.parse_manifest(path, text)
+        self.manifest = manifest
+        if manifest.base is None and not manifest.incrs:
+            return False
+        parts = [self._read_part(f.name, f.kind, i == len(manifest.names()) - 1)
+                 for i, f in enumerate(([manifest.base] if manifest.base else []) + manifest.incrs)]
         self.loading = True
         try:
-            self._replay_files(manifest, replayer)
+            for part in parts:
+                part.apply(self)
         finally:
             self.loading = False
-        self._after_replay(manifest)
+        self._after_load()
+        self._open_last_incr(manifest)
+        return True
 
-    def _replay_files(self, manifest: Manifest, replayer: Replayer) -> None:
-        for path, last in aoflib.iter_incr_files(self.config, manifest):
+    def _read_part(self, name: str, kind: str, last: bool) -> LoadedPart:
+        """One file of the log, read and checked (nothing is applied yet)."""
+        path = os.path.join(aof_manifest.aof_dir(self.config), name)
+        try:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            raise LoadError(f"{path}: The append log file {name} doesn't exist: No such file or "
+                            "directory") from None
+        except OSError as err:
+            raise LoadError(f"{path}: Fatal error: can't open the append log file {name} for "
+                            f"reading: {err.strerror}") from None
+        part = LoadedPart(name, path, kind, len(data))
+        if not data:
+            return part
+        if data.startswith((b"REDIS", b"VALKEY")):  # an RDB base (or an old RDB preamble)
+            try:
+                part.rdb = parse_file(self.state, path, data, announce_old_format=False)
+            except LoadError as err:
+                raise LoadError(f"{err} (Error reading the RDB base file {name}, AOF loading "
+                                "aborted)") from None
+            return part
+        try:
+            part.resp = aoflib.parse_aof(name, data)
+        except aoflib.BadFormat as err:
+            raise LoadError(f"{path}: {err}") from None
+        if part.resp.truncated_at is not None:
+            self._check_cut(part, last)
+        return part
+
+    def _check_cut(self, part: LoadedPart, last: bool) -> None:
+        """A cut end: refused unless it is the last file and aof-load-truncated is yes."""
+        assert part.resp is not None
+        for note in part.resp.notes:
+            log.warning("%s", note)
+        if not self.config["aof-load-truncated"]:
+            raise LoadError(f"{part.path}: {aoflib.UNEXPECTED_EOF.format(name=part.name)}")
+        if not last:
+            raise LoadError(f"{part.path}: !!! Warning: short read while loading the AOF file "
+                            f"{part.name}!!! Fatal error: the truncated file is not the last file")
+
+    def _after_load(self) -> None:
+        """What expired while the server was down stays gone; the counters start again."""
+        state = self.state
+        now = state.tick()
+        for db in state.dbs:
+            self.keys_expired += db.expire_due(now)
+        self.keys_loaded = sum(len(db.data) for db in state.dbs)
+        state.dirty = 0
+
+    def _open_last_incr(self, manifest: aof_manifest.Manifest) -> None:
+        """aofOpenIfNeededOnServerStart: the last incr file goes on, or a new one."""
+        folder = aof_manifest.aof_dir(self.config)
+        if manifest.incrs:  # the manifest is rewritten all the same (a new one is atomic)
+            incr = manifest.incrs[-1].name
+            log.info("Opening AOF incr file %s on server start", incr)
+        else:
+            incr = manifest.new_incr(self.config["appendfilename"])
+            log.info("Creating AOF incr file %s on server start", incr)
+        self._open_log(os.path.join(folder, incr))
+        aof_manifest.write_manifest(self.config, manifest)
+        self.manifest = manifest
+        names = manifest.names()
+        self.base_size = _size(folder, manifest.base.name) if manifest.base else 0
+        self.closed_size = sum(_size(folder, name) for name in names[:-1])
+
+    def _load_former(self, former: aoflib.FormerManifest) -> None:
+        """A log fakekey wrote before it wrote Valkey's: read once (an FKSNAP or RDB base,
+        FKAOF records), then written again in Valkey's form at once."""
+        folder = aof_manifest.aof_dir(self.config)
+        log.warning("The append only file in %s is in fakekey's former format (FKAOF records): it is "
+                    "loaded, and written again in Valkey's multi-part AOF format now", folder)
+        if former.base:
+            base = os.path.join(folder, former.base)
+            if not os.path.exists(base):
+                raise LoadError(f"{base}: The append log file {former.base} doesn't exist: No such "
+                                "file or directory")
+            # keys expired by now are kept until the log is replayed at its own times
+            self._load_snapshot(drop_expired=False, path=base, base=True)
+        replayer = aoflib.Replayer(self.state)
+        self.loading = True
+        try:
+            cuts = self._replay_former(folder, former, replayer)
+        finally:
+            self.loading = False
+        self._after_load()
+        for path, offset in cuts:
+            aoflib.truncate_tail(path, offset)
+        self._create_log()
+        for name in (former.base, *former.incrs):
+            if name is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(folder, name))
+
+    def _replay_former(self, folder: str, former: aoflib.FormerManifest,
+                       replayer: aoflib.Replayer) -> list[tuple[str, int]]:
+        cuts = []
+        for i, name in enumerate(former.incrs):
+            path = os.path.join(folder, name)
             try:
                 with open(path, "rb") as fh:
                     data = fh.read()
             except FileNotFoundError:
-                raise LoadError(f"{path}: an incremental file the manifest names is missing") from None
-            read = aoflib.read_log(path, data, last)
+                raise LoadError(f"{path}: The append log file {name} doesn't exist: No such file or "
+                                "directory") from None
+            read = aoflib.read_log(path, data, i == len(former.incrs) - 1)
             for offset, payload in read.records:
                 try:
                     replayer.apply(payload)
                 except (CorruptData, IndexError, ValueError) as err:
                     raise LoadError(f"{path}: bad record at offset {offset}: {err}") from None
             if read.truncated_at is not None:
-                log.warning("!!! Warning: short read while loading the AOF file %s!!! (%s at offset %d)",
-                            path, read.reason, read.truncated_at)
                 if not self.config["aof-load-truncated"]:
-                    raise LoadError(f"{path}: the log is cut at offset {read.truncated_at} ({read.reason}) "
-                                    "and aof-load-truncated is no")
-                aoflib.truncate_tail(path, read.truncated_at)
-                log.warning("AOF %s loaded anyway because aof-load-truncated is enabled", path)
-
-    def _after_replay(self, manifest: Manifest) -> None:
-        folder = aoflib.aof_dir(self.config)
-        state = self.state
-        now = state.tick()
-        for db in state.dbs:  # what expired while the server was down stays gone
-            self.keys_expired += db.expire_due(now)
-        self.keys_loaded = sum(len(db.data) for db in state.dbs)
-        state.dirty = 0
-        self.manifest = manifest
-        incr = manifest.incrs[-1] if manifest.incrs else None
-        if incr is None:
-            manifest.seq += 1
-            incr = aoflib.file_names(self.config, manifest.seq)[1]
-            manifest.incrs.append(incr)
-            self.state.aof = AppendLog(self.state, os.path.join(folder, incr))
-            aoflib.write_manifest(self.config, manifest)
-        else:
-            self.state.aof = AppendLog(self.state, os.path.join(folder, incr))
-        if manifest.base:
-            self.base_size = os.path.getsize(os.path.join(folder, manifest.base))
+                    raise LoadError(f"{path}: {aoflib.UNEXPECTED_EOF.format(name=name)}")
+                cuts.append((path, read.truncated_at))
+        return cuts
 
     def _create_log(self) -> None:
-        """appendonly yes at start without a log: one from the current data, at once."""
-        os.makedirs(aoflib.aof_dir(self.config), exist_ok=True)
-        manifest = Manifest(seq=1)
-        base, incr = aoflib.file_names(self.config, 1)
-        folder = aoflib.aof_dir(self.config)
-        data = snapshot_bytes(live_image(self.state), self.state.clock.now_ms())
+        """appendonly yes at start without a log: a base of the current data, at once, and
+        an incr file (aofOpenIfNeededOnServerStart)."""
+        config = self.config
+        folder = aof_manifest.aof_dir(config)
+        os.makedirs(folder, exist_ok=True)
+        manifest = self.manifest.copy() if self.manifest is not None else aof_manifest.Manifest()
+        base = manifest.new_base(config["appendfilename"], bool(config["aof-use-rdb-preamble"]))
+        data = self._base_bytes(live_image(self.state), self.state.clock.now_ms())
         write_file_atomically(os.path.join(folder, base), [data])
-        self.state.aof = AppendLog(self.state, os.path.join(folder, incr))
-        manifest.base, manifest.incrs = base, [incr]
-        aoflib.write_manifest(self.config, manifest)
+        log.info("Creating AOF base file %s on server start", base)
+        manifest.rewritten_incrs_to_history(keep_last=False)
+        incr = manifest.new_incr(config["appendfilename"])
+        log.info("Creating AOF incr file %s on server start", incr)
+        self._open_log(os.path.join(folder, incr))
+        aof_manifest.write_manifest(config, manifest)
         self.manifest = manifest
-        self.base_size = len(data)
+        self._delete_history(manifest)
+        self.base_size = self.closed_size = len(data)
         self.state.dirty = 0
+
+    def _base_bytes(self, image: Image, now: int) -> bytes:
+        """A whole base at once (at start, at shutdown): RDB, or commands."""
+        out: list[bytes] = []
+        for _ in self._iter_base(image, now, out):
+            pass
+        return b"".join(out)
+
+    def _iter_base(self, image: Image, now: int, out: list[bytes], per_key: bool = False) -> Iterator[None]:
+        """The base's bytes into `out`, a slice at a time: aof-use-rdb-preamble yes, an
+        RDB file (aof-base 1); no, RESP commands."""
+        if self.config["aof-use-rdb-preamble"]:
+            options = dataclasses.replace(self.save_options(image), aof_base=True)
+            return rdbfile.iter_rdb(image, options, now, out, per_key=per_key)
+        return aoflib.iter_aof_base(image, now, rdb.Limits.of(self.config), out)
+
+    def _open_log(self, path: str) -> None:
+        """The log writes `path` from now on, fed by the server's Propagation."""
+        append_log = AppendLog(self.state, path)
+        self.state.aof = append_log
+        propagation(self.state).subscribe(append_log)
+
+    def _close_log(self) -> None:
+        append_log = self.state.aof
+        if append_log is None:
+            return
+        stop_propagation(self.state, append_log)
+        append_log.close()
+        self.state.aof = None
+
+    def _delete_history(self, manifest: aof_manifest.Manifest) -> None:
+        """aofDelHistoryFiles: the history files removed, then the manifest without them."""
+        if not manifest.history or self.config["aof-disable-auto-gc"]:
+            return
+        folder = aof_manifest.aof_dir(self.config)
+        for f in manifest.history:
+            log.info("Removing the history file %s in the background", f.name)
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, f.name))
+        manifest.history = []
+        aof_manifest.write_manifest(self.config, manifest)
+
 
     # --- snapshots -----------------------------------------------------------------------------
 
@@ -269,6 +408,23 @@ class Persistence:
             with contextlib.suppress(LibraryError):  # a bad one fails when it is created
                 names.add(parse_metadata(code).name)
         return not names.isdisjoint(engine.current.libraries)
+
+    def debug_loadaof(self) -> bool:
+        """DEBUG LOADAOF: flush the log, empty the data, load the log back. False when no
+        log loads (the data is emptied all the same, as Valkey's)."""
+        state = self.state
+        if state.aof is not None:
+            state.aof.flush(True)
+        self._empty_data()
+        self._close_log()  # loading opens the last incr file again
+        try:
+            if not self._load_aof():
+                return False
+        except LoadError as err:
+            log.warning("%s", err)
+            return False
+        state.dirty = 0  # as Valkey: nothing to propagate or log again
+        return True
 
     def _empty_data(self) -> None:
         """emptyData: every database and the function libraries, at once."""
@@ -363,69 +519,97 @@ class Persistence:
         return self.rewrite_task is not None
 
     def start_rewrite(self, attach: bool = False) -> None:
-        """BGREWRITEAOF: a new base from a copy of the data; the log goes on in a new
-        incremental file, which the manifest lists before any record goes there.
-        `attach`: the log starts now (appendonly turned on), named by no manifest until
-        its base exists."""
+        """BGREWRITEAOF (rewriteAppendOnlyFileBackground): a new base from a copy of the
+        data; the log goes on in a new incr file, which the manifest names at once.
+        `attach`: the log starts now (appendonly turned on); the manifest names its incr
+        file once its base exists. Inside a transaction it waits for the transaction's
+        end (Valkey schedules it), so the base never holds half a unit the incr repeats."""
         state = self.state
+        feed = state.feed
+        if not attach and isinstance(feed, Propagation) and feed.depth > 1:
+            self.rewrite_scheduled = True
+            log.info("Background append only file rewriting scheduled.")
+            return
         config = self.config
-        folder = aoflib.aof_dir(config)
+        folder = aof_manifest.aof_dir(config)
         os.makedirs(folder, exist_ok=True)
-        old = self.manifest or aoflib.read_manifest(aoflib.manifest_path(config)) or Manifest()
-        seq = old.seq + 1
-        base, incr = aoflib.file_names(config, seq)
+        manifest = self._current_manifest()
+        if state.aof is not None:
+            incr = manifest.new_incr(config["appendfilename"])
+            old_size = state.aof.size
+            state.aof.switch_to(os.path.join(folder, incr))
+            aof_manifest.write_manifest(config, manifest)
+            self.manifest = manifest
+            self.closed_size += old_size
+            log.info("Creating AOF incr file %s on background rewrite", incr)
+        elif attach:
+            incr = manifest.new_incr(config["appendfilename"])
+            self.pending_manifest = manifest  # written with the base
+            self._open_log(os.path.join(folder, incr))
+        rdb_base = bool(config["aof-use-rdb-preamble"])
+        base = f"{config['appendfilename']}.{manifest.base_seq + 1}.base.{'rdb' if rdb_base else 'aof'}"
         image = copied_image(state)
         now = state.clock.now_ms()
-        append_log = state.aof
-        log_on = append_log is not None
-        if append_log is not None:
-            append_log.switch_to(os.path.join(folder, incr))
-            middle = Manifest(old.base, [*old.incrs, incr], seq)
-            aoflib.write_manifest(config, middle)
-            self.manifest = middle
-        elif attach:
-            state.aof = AppendLog(state, os.path.join(folder, incr))
-            log_on = True
         self.rewrite_started = time.monotonic()
         log.info("Background append only file rewriting started")
-        final = Manifest(base, [incr] if log_on else [], seq)
-        self.rewrite_job = (image, now, final, old)
-        self.rewrite_task = asyncio.get_running_loop().create_task(self._rewrite(image, now, final, old))
+        self.rewrite_job = (image, now, base)
+        self.rewrite_task = asyncio.get_running_loop().create_task(self._rewrite(image, now, base))
 
-    async def _rewrite(self, image: Image, now: int, final: Manifest, old: Manifest) -> None:
-        path = os.path.join(aoflib.aof_dir(self.config), final.base or "")
+    def _current_manifest(self) -> aof_manifest.Manifest:
+        """A copy of the manifest in force (read from the disk when the log is off)."""
+        if self.manifest is not None:
+            return self.manifest.copy()
+        path = aof_manifest.manifest_path(self.config)
         try:
-            chunks = await encode_in_slices(image, now, self._key_delay())
+            with open(path, "rb") as fh:
+                text = fh.read()
+        except FileNotFoundError:
+            return aof_manifest.Manifest()
+        if aof_manifest.is_former(text):  # files of fakekey's former log: history now
+            former = aoflib.parse_former_manifest(path, text)
+            manifest = aof_manifest.Manifest()
+            names = [name for name in (former.base, *former.incrs) if name is not None]
+            manifest.history = [aof_manifest.AofFile(name, 1, aof_manifest.HISTORY) for name in names]
+            return manifest
+        return aof_manifest.parse_manifest(path, text)
+
+    async def _rewrite(self, image: Image, now: int, base: str) -> None:
+        path = os.path.join(aof_manifest.aof_dir(self.config), base)
+        try:
+            chunks: list[bytes] = []
+            delay = self._key_delay()
+            await run_in_slices(self._iter_base(image, now, chunks, per_key=delay > 0), delay)
             await write_in_background(path, chunks)
-            self._install_base(final)
+            log.info("Background AOF rewrite terminated with success")
+            self._rewritten(base, sum(map(len, chunks)))
         except OSError as err:
             log.warning("Background AOF rewrite error: %s", err.strerror)
             self.last_rewrite_ok = False
             self.rewrite_failures += 1
             self.rewrite_job = None
-        else:
-            self._rewritten(final, old, sum(map(len, chunks)))
         finally:
             self.last_rewrite_secs = int(time.monotonic() - self.rewrite_started)
             if self.rewrite_task is asyncio.current_task():
                 self.rewrite_task = None
 
-    def _install_base(self, final: Manifest) -> None:
-        """The new base is in place: the manifest names it (and the log, if still on)."""
-        if self.state.aof is None and final.incrs:  # turned off meanwhile
-            final.incrs = []
-        aoflib.write_manifest(self.config, final)
-
-    def _rewritten(self, final: Manifest, old: Manifest, base_size: int) -> None:
-        folder = aoflib.aof_dir(self.config)
-        self.manifest = final
-        self.base_size = base_size
-        stale, self.stale_files = self.stale_files, set()
-        for name in ({old.base, *old.incrs} | stale) - {final.base, *final.incrs}:
-            if name is None:
-                continue
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(folder, name))
+    def _rewritten(self, base: str, base_size: int) -> None:
+        """backgroundRewriteDoneHandler: the new base in the manifest, the former base and
+        the incr files it replaces become history, the manifest is replaced, then the
+        history files are removed."""
+        config = self.config
+        manifest = self.pending_manifest or self._current_manifest()
+        self.pending_manifest = None
+        named = manifest.new_base(config["appendfilename"], base.endswith(".rdb"))
+        assert named == base, (named, base)
+        log_on = self.state.aof is not None
+        manifest.rewritten_incrs_to_history(keep_last=log_on)
+        aof_manifest.write_manifest(config, manifest)
+        self.manifest = manifest if log_on else None
+        append_log = self.state.aof
+        self.closed_size = base_size
+        # Valkey's aof_rewrite_base_size: the whole log as the rewrite ends
+        self.base_size = base_size + (append_log.size if append_log is not None else 0)
+        self._delete_history(manifest)
         self.rewrites += 1
         self.last_rewrite_ok = True
         self.rewrite_failures = 0
@@ -434,6 +618,7 @@ class Persistence:
 
     def _cancel_rewrite(self) -> None:
         self.rewrite_job = None
+        self.pending_manifest = None
         if self.rewrite_task is not None:
             self.rewrite_task.cancel()
             self.rewrite_task = None
@@ -447,27 +632,19 @@ class Persistence:
             self.rewrite_task = None
         if job is None or self.state.aof is None:
             return
-        image, now, final, old = job
-        data = snapshot_bytes(image, now)
-        write_file_atomically(os.path.join(aoflib.aof_dir(self.config), final.base or ""), [data])
-        self._install_base(final)
-        self._rewritten(final, old, len(data))
+        image, now, base = job
+        data = self._base_bytes(image, now)
+        write_file_atomically(os.path.join(aof_manifest.aof_dir(self.config), base), [data])
+        self._rewritten(base, len(data))
 
     def _apply_appendonly(self, new: bool, old: bool) -> str | None:
-        """CONFIG SET appendonly: on starts a log (its base written by a rewrite), off
-        closes it."""
+        """CONFIG SET appendonly: on starts a log (its base written by a rewrite, as
+        Valkey's startAppendOnly), off closes it (the manifest stays as it was)."""
         state = self.state
         if new and state.aof is None:
-            folder = aoflib.aof_dir(self.config)
             try:
-                os.makedirs(folder, exist_ok=True)
-                previous = aoflib.read_manifest(aoflib.manifest_path(self.config))
-                if previous is not None:
-                    self.stale_files = {name for name in (previous.base, *previous.incrs) if name is not None}
-                # the old files describe data of another time: they are no log any more
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(aoflib.manifest_path(self.config))
-                self.manifest = Manifest(seq=previous.seq if previous else 0)
+                os.makedirs(aof_manifest.aof_dir(self.config), exist_ok=True)
+                self.manifest = None
                 self._cancel_rewrite()
                 self.start_rewrite(attach=True)
             except (OSError, LoadError) as err:
@@ -475,8 +652,8 @@ class Persistence:
                 return "Unable to turn on AOF. Check server logs."
         elif not new and state.aof is not None:
             self._cancel_rewrite()
-            state.aof.close()
-            state.aof = None
+            self._close_log()
+            self.manifest = None
         return None
 
     # --- the cron, shutdown --------------------------------------------------------------------
@@ -520,7 +697,7 @@ class Persistence:
         """auto-aof-rewrite-percentage and -min-size, as Valkey's cron reads them."""
         percentage = self.config["auto-aof-rewrite-percentage"]
         append_log = self.state.aof
-        size = self.base_size + (append_log.size if append_log is not None else 0)
+        size = self.closed_size + (append_log.size if append_log is not None else 0)
         if not percentage or size <= self.config["auto-aof-rewrite-min-size"]:
             return False
         return size * 100 // max(self.base_size, 1) - 100 >= percentage
@@ -531,6 +708,7 @@ class Persistence:
         self._cancel_bgsave()
         ok = True
         if self.state.aof is not None:
+            log.info("Calling fsync() on the AOF file.")
             try:
                 self.state.aof.flush(True)
                 self._finish_rewrite_now()
@@ -550,9 +728,7 @@ class Persistence:
             if task is not None:
                 task.cancel()
         self.bgsave_task = self.rewrite_task = None
-        if self.state.aof is not None:
-            self.state.aof.close()
-            self.state.aof = None
+        self._close_log()
 
     # --- INFO ----------------------------------------------------------------------------------
 
@@ -596,7 +772,7 @@ class Persistence:
         ]
         if state.aof is not None:
             lines += [
-                f"aof_current_size:{self.base_size + state.aof.size}",
+                f"aof_current_size:{self.closed_size + state.aof.size}",
                 f"aof_base_size:{self.base_size}",
                 "aof_pending_rewrite:0",
                 f"aof_buffer_length:{len(state.aof.pending)}",
@@ -622,14 +798,6 @@ async def write_in_background(path: str, chunks: list[bytes]) -> None:
     commit(temporary, path)
 
 
-async def encode_in_slices(image: Image, now_ms: int, key_delay: float = 0.0) -> list[bytes]:
-    """A snapshot's bytes in fakekey's own format (the log's base), encoded a slice at a
-    time between loop turns."""
-    out: list[bytes] = []
-    await run_in_slices(iter_snapshot(image, now_ms, out, per_key=key_delay > 0), key_delay)
-    return out
-
-
 async def run_in_slices(work: Iterator[None], key_delay: float = 0.0) -> None:
     """Run `work` a few milliseconds at a time between loop turns (with
     rdb-key-save-delay, one key per turn after that many seconds)."""
@@ -646,3 +814,46 @@ async def run_in_slices(work: Iterator[None], key_delay: float = 0.0) -> None:
         else:
             return
         await asyncio.sleep(0)
+
+
+def _size(folder: str, name: str) -> int:
+    try:
+        return os.path.getsize(os.path.join(folder, name))
+    except OSError:
+        return 0
+
+
+@dataclasses.dataclass
+class LoadedPart:
+    """One file of an append-only log, read and checked: an RDB base or RESP commands
+    (or nothing: an empty file)."""
+
+    name: str
+    path: str
+    kind: str
+    size: int
+    rdb: Parsed | None = None
+    resp: AofRead | None = None
+
+    def apply(self, persistence: Persistence) -> None:
+        state = persistence.state
+        started = time.monotonic()
+        if self.rdb is not None:
+            log.info("Reading RDB base file on AOF loading...")
+            # keys expired by now stay until the incr files are replayed (an AOF preamble)
+            install(state, self.rdb, drop_expired=False)
+        elif self.resp is not None:
+            CommandReplayer(state).run_all(self.name, self.resp.commands)
+        else:
+            return  # an empty file: nothing to say
+        which = "base" if self.kind == aof_manifest.BASE else "incr"
+        log.info("DB loaded from %s file %s: %.3f seconds", which, self.name, time.monotonic() - started)
+        if self.resp is not None and self.resp.truncated_at is not None:
+            self._truncate(self.resp.truncated_at)
+
+    def _truncate(self, offset: int) -> None:
+        """aof-load-truncated yes: the cut end goes, new commands follow whole ones."""
+        log.warning("!!! Warning: short read while loading the AOF file %s!!!", self.name)
+        log.warning("!!! Truncating the AOF %s at offset %d !!!", self.name, offset)
+        aoflib.truncate_tail(self.path, offset)
+        log.warning("AOF %s loaded anyway because aof-load-truncated is enabled", self.name)

@@ -269,10 +269,11 @@ def test_a_torn_tail_is_reported_and_cut(tmp_path: Path) -> None:
     server.kill()
     incr = next((tmp_path / "appendonlydir").glob("*.incr.*"))
     whole = incr.read_bytes()
-    incr.write_bytes(whole + whole[-30:-5])  # part of a record, as a crash leaves it
+    torn = b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$1"  # part of a command, as a crash leaves it
+    incr.write_bytes(whole + torn)
     message = refused(tmp_path, "--appendonly", "yes", "--aof-load-truncated", "no")
-    assert str(incr) in message and f"offset {len(whole)}" in message
-    assert incr.read_bytes() == whole + whole[-30:-5]  # left as it was
+    assert str(incr) in message and "Unexpected end of file reading the append only file" in message
+    assert incr.read_bytes() == whole + torn  # left as it was
     again = Proc(tmp_path, "--appendonly", "yes")
     r = again.client()
     assert (r.get("a"), r.get("b")) == (b"1", b"2")
@@ -293,10 +294,10 @@ def test_a_damaged_log_middle_or_snapshot_refuses_to_start(tmp_path: Path) -> No
     server.kill()
     incr = next((tmp_path / "appendonlydir").glob("*.incr.*"))
     data = bytearray(incr.read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    data[data.index(b"*", len(data) // 2)] = ord("!")  # a command of the middle damaged
     incr.write_bytes(bytes(data))
     message = refused(tmp_path, "--appendonly", "yes")
-    assert str(incr) in message and "offset" in message
+    assert str(incr) in message and "Bad file format reading the append only file" in message
     assert incr.read_bytes() == bytes(data)  # never overwritten
     snapshot = tmp_path / "dump.rdb"
     damaged = bytearray(snapshot.read_bytes())
