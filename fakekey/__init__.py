@@ -25,7 +25,9 @@ if TYPE_CHECKING:
     from fakekey.net.server import Server
 
 # fakeredis-style clients (fakekey.compat.fakeredis): they need redis or valkey
-_DROPIN = ("FakeServer", "FakeRedis", "FakeStrictRedis", "FakeAsyncRedis", "FakeValkey", "FakeAsyncValkey")
+# (fakeredis 2.41's public names; fakekey.aioredis has its FakeRedis and FakeConnection)
+_DROPIN = ("FakeServer", "TcpFakeServer", "FakeRedis", "FakeStrictRedis", "FakeAsyncRedis", "FakeValkey",
+           "FakeStrictValkey", "FakeAsyncValkey", "FakeConnection", "FakeAsyncConnection")
 
 
 def __getattr__(name: str) -> object:

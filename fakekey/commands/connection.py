@@ -9,6 +9,7 @@ from fakekey.core.client import Client
 from fakekey.core.monitor import stop_monitoring
 from fakekey.core.registry import command
 from fakekey.core.users import set_default_user
+from fakekey.core.version_gate import hello_identity
 from fakekey.resp.replies import OK, PONG, ReplyError, Simple
 
 G = "connection"
@@ -95,15 +96,20 @@ def auth(c: Client, argv: list[bytes]) -> Any:
 
 def hello_reply(c: Client) -> dict[bytes, Any]:
     state = c.state
-    return {
-        b"server": b"valkey",
-        b"version": state.valkey_version.encode(),
+    server, version = hello_identity(state)  # Valkey's, or a fakeredis user's version=
+    reply: dict[bytes, Any] = {
+        b"server": server,
+        b"version": version,
         b"proto": c.protocol,
         b"id": c.id,
         b"mode": b"standalone",
         b"role": b"master",
         b"modules": state.module_list(),
     }
+    zone = state.config["availability-zone"]
+    if zone:  # Valkey adds it only when set
+        reply[b"availability_zone"] = zone.encode()
+    return reply
 
 
 @command("hello", -1, "noscript loading stale fast no_auth allow_busy", acl="connection",

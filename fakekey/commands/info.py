@@ -44,14 +44,21 @@ def human_bytes(n: int) -> str:
     return f"{n}B"
 
 
+def server_identity(state: ServerState) -> InfoLines:
+    """INFO server's first lines: Valkey's, or a Redis's when a fakeredis user asked for
+    one (`server_type="redis"`, core/version_gate.py): a Redis names no Valkey."""
+    gate = state.version_gate
+    if gate is not None and gate.server_type == "redis":
+        return [f"redis_version:{gate.text}"]
+    return [f"redis_version:{REDIS_VERSION}", "server_name:valkey",
+            f"valkey_version:{state.valkey_version}", "valkey_release_stage:ga"]
+
+
 def info_server(state: ServerState) -> InfoLines:
     uptime = max(0, state.now - state.start_ms) // 1000
     uname = platform.uname()
     return [
-        f"redis_version:{REDIS_VERSION}",
-        "server_name:valkey",
-        f"valkey_version:{state.valkey_version}",
-        "valkey_release_stage:ga",
+        *server_identity(state),
         f"fakekey_version:{state.version}",
         "redis_git_sha1:00000000",
         "redis_git_dirty:0",

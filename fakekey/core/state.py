@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
     from fakekey.core.client import Client
     from fakekey.core.upstream import Upstream
+    from fakekey.core.version_gate import VersionGate
     from fakekey.net.server import Connection
     from fakekey.persistence.aof import AppendLog, Recorder
     from fakekey.persistence.manager import Persistence
@@ -158,6 +159,8 @@ class ServerState:
         self.reclaimer = Reclaimer(self)  # frees big values in slices (fakekey/memory/lazyfree.py)
         self.version = __version__
         self.valkey_version = VALKEY_VERSION
+        # fakeredis's version= / server_type=: the older server this one answers as (core/version_gate.py)
+        self.version_gate: VersionGate | None = None
         self.shutdown_requested: asyncio.Future[None] | None = None  # SHUTDOWN asked (net/server.py)
         self.persistence: Persistence | None = None  # snapshots and the log (fakekey/persistence), set by Server
         # a primary's in-process replicas: its changes, recorded as the log records them

@@ -52,6 +52,9 @@ if TYPE_CHECKING:
     from fakekey.core.state import ServerState
 
 log = logging.getLogger("fakekey.lua")
+script_log = logging.getLogger("fakekey")  # redis.log's lines (CommandBridge.log)
+# redis.LOG_DEBUG, LOG_VERBOSE, LOG_NOTICE, LOG_WARNING as Python's levels, as fakeredis maps them
+_PYTHON_LEVELS = (logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)
 
 LLONG_MIN = -(2**63)
 # Valkey's double2ll: an integral double within +-LLONG_MAX/2 prints as an integer.
@@ -611,10 +614,11 @@ class CommandBridge:
             return (False, b"internal error")
 
     def log(self, level: int, message: bytes) -> None:
-        levels = {"debug": 0, "verbose": 1, "notice": 2, "warning": 3, "nothing": 4}
-        if level >= levels.get(self.state.config["loglevel"], 2):
-            log.log((logging.DEBUG, logging.INFO, logging.INFO, logging.WARNING)[level],
-                    "%s", message.decode("utf-8", "replace"))
+        """redis.log: every line goes to Python's logging, logger `fakekey`, at fakeredis's
+        levels (debug, info, info, warning), so an in-process server's scripts log as
+        fakeredis's do; what is shown is logging's choice (fakekey-server sets the
+        logger's level from its loglevel)."""
+        script_log.log(_PYTHON_LEVELS[level], "%s", message.decode("utf-8", "replace"))
 
     def should_stop(self) -> bytes | None:
         run = self.run
