@@ -7,6 +7,7 @@
     fakekey-server --cluster-primaries 3 [--cluster-replicas 1] [--port 7000]
                                                     a cluster in one process, on the port
                                                     and those after it (0: free ports)
+    fakekey-server run [flags] -- CMD ARGS...       CMD with a server on a free port (REDIS_URL...)
     fakekey-server -v | --version
     fakekey-server -h | --help
 
@@ -439,6 +440,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__)
         return 0
+    if argv and argv[0] == "run":
+        return run_with_server(argv[1:])
     try:
         directives = check_directives(read_argv(argv))
         directives, launch = take_launch_directives(directives)
@@ -579,3 +582,76 @@ async def _serve_cluster(cluster: Cluster) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --- fakekey-server run -- CMD ARGS... -----------------------------------------------------
+
+RUN_USAGE = "usage: fakekey-server run [server flags...] -- COMMAND [ARGS...]"
+FORWARDED_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+
+
+def run_with_server(argv: Sequence[str]) -> int:
+    """`fakekey-server run [flags] -- CMD ARGS...`: a server on a free port (or --port)
+    for the length of one command, which finds it in REDIS_URL, VALKEY_URL, REDIS_HOST and
+    REDIS_PORT; the command's exit status is ours (128+N when signal N ended it), and the
+    signals we get are passed on to it."""
+    flags, command = _split_run_argv(list(argv))
+    if not command:
+        print(RUN_USAGE, file=sys.stderr)
+        return 2
+    try:
+        directives = check_directives(read_argv(["--port", "0", *flags]))
+        server = build_server(directives).start()
+    except ConfigError as err:  # the flag's line and why, as fakekey-server reports it
+        print(fatal_config_error(err), file=sys.stderr)
+        return 1
+    except (UnreadableFile, StartupRefused, OSError) as err:
+        print(f"fakekey-server run: {err}", file=sys.stderr)
+        return 1
+    try:
+        return _run_child(command, _server_environment(server))
+    finally:
+        server.stop()
+
+
+def _split_run_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Server flags before `--`, the command after it (no `--`: all of it is the command)."""
+    if "--" not in argv:
+        return [], argv
+    split = argv.index("--")
+    return argv[:split], argv[split + 1:]
+
+
+def _server_environment(server: Server) -> dict[str, str]:
+    password = server.state.config["requirepass"]
+    auth = f":{quote_url(password)}@" if password else ""
+    host = f"[{server.host}]" if ":" in server.host else server.host
+    url = f"redis://{auth}{host}:{server.port}"
+    return {**os.environ, "REDIS_URL": url, "VALKEY_URL": url, "REDIS_HOST": server.host,
+            "REDIS_PORT": str(server.port)}
+
+
+def quote_url(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
+
+
+def _run_child(command: list[str], env: dict[str, str]) -> int:
+    import subprocess
+
+    try:
+        child = subprocess.Popen(command, env=env)
+    except OSError as err:  # not found, not executable: the shell's statuses
+        print(f"fakekey-server run: {command[0]}: {err.strerror}", file=sys.stderr)
+        return 127 if isinstance(err, FileNotFoundError) else 126
+    previous = {}
+    for name in FORWARDED_SIGNALS:
+        signum = getattr(signal, name)
+        previous[signum] = signal.signal(signum, lambda received, _frame: child.send_signal(received))
+    try:
+        status = child.wait()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return 128 - status if status < 0 else status

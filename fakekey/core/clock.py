@@ -2,16 +2,34 @@
 
 Everything time-dependent (expiry, TIME, stream ids, idle times, blocking deadlines, the
 EMQ verbs) reads this clock, through the per-command snapshot the server takes.
+
+A running clock is the process's `time.time()`, as a test may patch it: `unittest.mock`
+and freezegun replace the module's `time` attribute (one identity check tells, nothing
+paid while it is the real one); time-machine changes `time.time_ns` itself, read here.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Final
+
+from fakekey.core.patched_time import patched_time_us
 
 # The latest time the clock may show, in ms: the largest absolute time PEXPIREAT accepts
 # (LLONG_MAX). Everything Valkey derives from the clock (deadlines, stream ids, TTLs,
 # TIME) stays within what it can hold.
 MAX_MS = 2**63 - 1
+
+
+# The unpatched time.time: while `time.time is REAL_TIME[0]`, time.time_ns is the wall
+# clock. In a tuple, where freezegun's sweep of module attributes (it swaps each real time
+# function it finds for its fake) does not reach it.
+REAL_TIME: Final = (time.time,)
+
+
+def patched_now_us() -> int:
+    """The patched `time.time()` (mock, freezegun) in microseconds, within 0..MAX_MS."""
+    return min(max(patched_time_us(), 0), MAX_MS * 1000)
 
 
 class ClockRangeError(ValueError):
@@ -33,12 +51,12 @@ class Clock:
 
     def now_us(self) -> int:
         if self.frozen_us is None:
-            return time.time_ns() // 1000
+            return time.time_ns() // 1000 if time.time is REAL_TIME[0] else patched_now_us()
         return self.frozen_us
 
     def now_ms(self) -> int:
         if self.frozen_us is None:
-            return time.time_ns() // 1_000_000
+            return time.time_ns() // 1_000_000 if time.time is REAL_TIME[0] else patched_now_us() // 1000
         return self.frozen_us // 1000
 
     def freeze(self, ms: int) -> None:

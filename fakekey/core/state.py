@@ -17,7 +17,7 @@ from fakekey.codecs.errors import c_text, wrong_args
 from fakekey.config.settings import Config, parse_obuf_limits
 from fakekey.core.blocking import Blocking
 from fakekey.core.channels import PubSub, parse_notify_flags
-from fakekey.core.clock import Clock
+from fakekey.core.clock import REAL_TIME, Clock
 from fakekey.core.cluster import READ_ONLY_REPLICA, ClusterView
 from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST, SETTINGS, SLOW, CommandLog
 from fakekey.core.expiry import ActiveExpiry
@@ -512,7 +512,10 @@ class ServerState:
         # the start of the command's duration (INFO commandstats, the slow log).
         started = _time_ns()
         frozen = self.clock.frozen_us
-        self.now = started // 1_000_000 if frozen is None else frozen // 1000
+        if frozen is None and time.time is REAL_TIME[0]:
+            self.now = started // 1_000_000
+        else:  # frozen, or a test patched time.time (core/clock.py)
+            self.now = self.clock.now_ms()
         self.current_client = client
         try:
             reply = self.run_command(client, cmd, argv, started)

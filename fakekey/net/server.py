@@ -38,6 +38,7 @@ from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
 from fakekey.core.wakes import WakeReport
 from fakekey.modules.emq.timers import rearm_after_load
 from fakekey.net.cluster_bus import ClusterBus, bind_bus
+from fakekey.net.direct import DirectAccess
 from fakekey.net.faults import NEXT, NOT_TAKEN, ServerFaults, take_request
 from fakekey.net.registry import server_commands
 from fakekey.net.replica_link import start_link, stop_link
@@ -823,7 +824,7 @@ def new_state(config: Config | None = None) -> ServerState:
     return ServerState(server_commands(config), config)
 
 
-class Server:
+class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
     """A fakekey server: in a background thread (`start()`) or in the running loop
     (`await start_async()`). Also a context manager.
 

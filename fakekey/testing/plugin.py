@@ -4,9 +4,8 @@ on fakekey, on a real valkey-server, or on both. The reference is docs/pytest.md
     def test_cache(fakekey_client):            # a redis.Redis bound to this test's server
         fakekey_client.set("k", "v", ex=10)
 
-    @pytest.mark.fakekey_only
     def test_expiry(fakekey_clock, fakekey_client):
-        fakekey_clock.advance(seconds=10)      # keys expire, waiters time out, at once
+        fakekey_clock.advance(seconds=1)       # fakekey: at once; a real Valkey: a 1 s sleep
 
     def test_retry(fakekey_faults, fakekey_client):
         fakekey_faults.drop("get", times=1)    # the next GET's connection drops (docs/faults.md)
@@ -18,21 +17,32 @@ Clusters: `fakekey_cluster` (a fakekey.Cluster, or a real Valkey cluster on the 
 target) and `fakekey_cluster_client` (a RedisCluster on it); docs/cluster.md.
 
 Options: `--fakekey-target fakekey|valkey|valkey-cluster|both|URL` (or FAKEKEY_TARGET, or the ini option
-`fakekey_target`), `--fakekey-scope function|session` (or `fakekey_scope`).
+`fakekey_target`), `--fakekey-scope function|session` (or `fakekey_scope`),
+`fakekey_frozen_guard` and `fakekey_clock_sleep_cap` (ini; fakekey/testing/clocks.py).
+
+Async clients follow the test's event loop under pytest-asyncio (fakekey/testing/async_clients.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import pytest
 
 from fakekey.net.faults import ServerFaults
 from fakekey.net.server import Server
+from fakekey.testing.clients import client_options, plain_async_client, valkey_module
+from fakekey.testing.clocks import (
+    GUARD_SECONDS,
+    SLEEP_CAP_SECONDS,
+    FrozenClockGuard,
+    RemoteClock,
+    SleepingClock,
+    clock_settings,
+)
 from fakekey.testing.clusters import ClusterPool, cluster_client
 from fakekey.testing.servers import (
     RunningServer,
@@ -52,12 +62,15 @@ MARKERS = (
     "(decode_responses=True, protocol=3, ...)",
     "fakekey_cluster(primaries=3, replicas=1, **settings): the shape and settings of the "
     "test's cluster",
+    "fakekey_clock(guard=10, sleep_cap=2): the frozen clock's wall-clock guard (s, 0: none) "
+    "and the longest advance a real Valkey sleeps for (s)",
 )
 SCOPES = ("function", "session")
 T = TypeVar("T")
 _POOL = pytest.StashKey[ServerPool]()
 _CLUSTERS = pytest.StashKey[ClusterPool]()
 _TARGETS = pytest.StashKey[list[str]]()
+_GUARD = pytest.StashKey[FrozenClockGuard]()
 
 
 # --- options -----------------------------------------------------------------------------
@@ -74,6 +87,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     "server, emptied between tests.")
     parser.addini("fakekey_target", "default for --fakekey-target", default="fakekey")
     parser.addini("fakekey_scope", "default for --fakekey-scope", default="function")
+    parser.addini("fakekey_frozen_guard", "seconds a client may stay blocked under a frozen "
+                  "fakekey clock before its test fails (0: no guard)", default=str(GUARD_SECONDS))
+    parser.addini("fakekey_clock_sleep_cap", "the longest fakekey_clock.advance() that sleeps "
+                  "on a real Valkey (s); a longer one skips the test", default=str(SLEEP_CAP_SECONDS))
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -91,8 +108,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_POOL] = ServerPool(scope)
     config.stash[_CLUSTERS] = ClusterPool()
     # async fixtures are pytest-asyncio's when it runs in this session, plain ones otherwise
-    async_clients = asyncio_clients() if config.pluginmanager.hasplugin("asyncio") else PlainAsyncClients()
-    config.pluginmanager.register(async_clients, "fakekey-async-clients")
+    if config.pluginmanager.hasplugin("asyncio"):
+        from fakekey.testing import async_clients  # imports pytest_asyncio
+
+        config.pluginmanager.register(async_clients, "fakekey-async-clients")
+    else:
+        config.pluginmanager.register(PlainAsyncClients(), "fakekey-async-clients")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -138,13 +159,29 @@ def fakekey_running(request: pytest.FixtureRequest, fakekey_target: str) -> Iter
     if fakekey_only and fakekey_target == "valkey":
         pytest.skip(not_fakekey)  # before starting a server for nothing
     running, own = _server_or_skip(lambda: pool.for_test(fakekey_target, settings))
+    guard = None
     try:
         if fakekey_only and not running.is_fakekey:  # a URL target may be fakekey
             pytest.skip(not_fakekey)
+        if running.server is not None:
+            guard = FrozenClockGuard(running.server, clock_settings(request).guard).start()
+            request.node.stash[_GUARD] = guard
         yield running
     finally:
+        if guard is not None:
+            guard.stop()
         if own:
             running.stop()
+        elif running.is_fakekey:  # a shared server: real time again, however it was frozen
+            restore_real_clock(running)
+
+
+def restore_real_clock(running: RunningServer) -> None:
+    if running.server is not None:
+        running.server.real_time()
+        return
+    with contextlib.suppress(ValueError, OSError):  # FAKEKEY.* off, or the server is gone
+        RemoteClock(running).real_time()
 
 
 def _server_or_skip(start: Callable[[], T]) -> T:
@@ -192,15 +229,23 @@ def fakekey_factory(request: pytest.FixtureRequest,
 
 
 @pytest.fixture
-def fakekey_clock(fakekey_running: RunningServer) -> Iterator[Server]:
-    """The test's fakekey server with its clock frozen at the current time: `advance(seconds=,
-    ms=)`, `freeze(at=)`, `with frozen(at=):`, `real_time()`. Skipped on other targets."""
-    server = fakekey_running.server
-    if server is None:
-        pytest.skip(f"the clock needs fakekey (target: {target_id(fakekey_running.target)})")
-    server.freeze()
-    yield server
-    server.real_time()
+def fakekey_clock(request: pytest.FixtureRequest, fakekey_running: RunningServer) -> Iterator[Any]:
+    """The test's server's clock, frozen at the current time: `advance(seconds=, ms=)`,
+    `freeze(at=)`, `with frozen(at=):`, `real_time()`, `time_ms()`. The `fakekey.Server`
+    in-process, FAKEKEY.CLOCK on a URL target that is a fakekey; on a real Valkey the clock
+    runs on: a short advance sleeps, a longer one or a freeze skips the test
+    (fakekey/testing/clocks.py)."""
+    settings = clock_settings(request, getattr(request, "param", None))
+    guard = request.node.stash.get(_GUARD, None)
+    if guard is not None:
+        guard.seconds = settings.guard  # the fixture's own parameter, if any
+    if not fakekey_running.is_fakekey:
+        yield SleepingClock(fakekey_running, settings.sleep_cap)
+        return
+    clock = fakekey_running.server or RemoteClock(fakekey_running)
+    clock.freeze()
+    yield clock
+    clock.real_time()
 
 
 @pytest.fixture
@@ -256,7 +301,16 @@ def fakekey_no_lost_wakes(fakekey_running: RunningServer) -> LostWakeGuard:
 def pytest_runtest_call(item: pytest.Item) -> Any:
     """A test that asked for `fakekey_no_lost_wakes` and passed is checked for lost wakes:
     a lost wake fails the test itself (not its teardown)."""
-    result = yield
+    clock_guard = item.stash.get(_GUARD, None)
+    try:
+        result = yield
+    except BaseException:
+        if clock_guard is None or not clock_guard.trips:
+            raise
+    # a wait the frozen clock's guard ended fails the test with the guard's message (not
+    # the client's error it caused), also when the test caught that error
+    if clock_guard is not None and clock_guard.trips:
+        pytest.fail("fakekey: " + "; ".join(clock_guard.trips), pytrace=False)
     guard = getattr(item, "funcargs", {}).get("fakekey_no_lost_wakes")
     if isinstance(guard, LostWakeGuard):
         guard.check()
@@ -264,34 +318,6 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
 
 
 # --- clients -----------------------------------------------------------------------------
-
-
-def client_options(request: pytest.FixtureRequest, running: RunningServer) -> dict[str, Any]:
-    """Where to connect, then the `fakekey_client` marker's options, then an indirect
-    parameter's (a dict) on top."""
-    options: dict[str, Any] = {"host": running.host, "port": running.port}
-    if running.password is not None:
-        options["password"] = running.password
-    if running.username is not None:
-        options["username"] = running.username
-    marker = request.node.get_closest_marker("fakekey_client")
-    if marker is not None:
-        options.update(marker.kwargs)
-    param = getattr(request, "param", None)
-    if param is not None:
-        if not isinstance(param, dict):
-            raise TypeError(f"an indirect parameter of a fakekey client fixture is a dict of "
-                            f"client options, not {param!r}")
-        options.update(param)
-    return options
-
-
-def _valkey_module(name: str) -> Any:
-    """The `valkey` package's module, or a skip saying how to get it."""
-    try:
-        return __import__(name, fromlist=["_"])
-    except ImportError:
-        pytest.skip("the valkey package is not installed (pip install valkey)")
 
 
 @pytest.fixture
@@ -308,33 +334,10 @@ def fakekey_client(request: pytest.FixtureRequest, fakekey_running: RunningServe
 def fakekey_valkey_client(request: pytest.FixtureRequest,
                           fakekey_running: RunningServer) -> Iterator[Any]:
     """A `valkey.Valkey` on this test's server (skipped when `valkey` is not installed)."""
-    valkey = _valkey_module("valkey")
+    valkey = valkey_module("valkey")
     client = valkey.Valkey(**client_options(request, fakekey_running))
     yield client
     client.close()
-
-
-def _async_redis_class() -> Any:
-    import redis.asyncio
-
-    return redis.asyncio.Redis
-
-
-def _async_valkey_class() -> Any:
-    return _valkey_module("valkey.asyncio").Valkey
-
-
-def close_async_client_later(client: Any) -> None:
-    """Close an async client outside any loop (no pytest-asyncio): its connections belong
-    to the loop the test ran, so they are closed on a new loop when they can be, and left
-    to the garbage collector when that loop is gone."""
-    with contextlib.suppress(Exception):
-        asyncio.run(_aclose(client))
-
-
-async def _aclose(client: Any) -> None:
-    close = getattr(client, "aclose", None) or client.close
-    await close()
 
 
 class PlainAsyncClients:
@@ -343,40 +346,12 @@ class PlainAsyncClients:
 
     @pytest.fixture
     def fakekey_async_client(self, request: pytest.FixtureRequest,
-                             fakekey_running: RunningServer) -> Iterator[Any]:
+                             fakekey_running: RunningServer) -> Any:
         """A `redis.asyncio.Redis` on this test's server."""
-        client = _async_redis_class()(**client_options(request, fakekey_running))
-        yield client
-        close_async_client_later(client)
+        return plain_async_client(request, fakekey_running, "redis")
 
     @pytest.fixture
     def fakekey_async_valkey_client(self, request: pytest.FixtureRequest,
-                                    fakekey_running: RunningServer) -> Iterator[Any]:
+                                    fakekey_running: RunningServer) -> Any:
         """A `valkey.asyncio.Valkey` on this test's server (skipped without `valkey`)."""
-        client = _async_valkey_class()(**client_options(request, fakekey_running))
-        yield client
-        close_async_client_later(client)
-
-
-def asyncio_clients() -> object:
-    """The async client fixtures for pytest-asyncio: async fixtures, closed in the test's loop."""
-    import pytest_asyncio
-
-    class AsyncioClients:
-        @pytest_asyncio.fixture(loop_scope="function")
-        async def fakekey_async_client(self, request: pytest.FixtureRequest,
-                                       fakekey_running: RunningServer) -> AsyncIterator[Any]:
-            """A `redis.asyncio.Redis` on this test's server."""
-            client = _async_redis_class()(**client_options(request, fakekey_running))
-            yield client
-            await _aclose(client)
-
-        @pytest_asyncio.fixture(loop_scope="function")
-        async def fakekey_async_valkey_client(self, request: pytest.FixtureRequest,
-                                              fakekey_running: RunningServer) -> AsyncIterator[Any]:
-            """A `valkey.asyncio.Valkey` on this test's server (skipped without `valkey`)."""
-            client = _async_valkey_class()(**client_options(request, fakekey_running))
-            yield client
-            await _aclose(client)
-
-    return AsyncioClients()
+        return plain_async_client(request, fakekey_running, "valkey")
