@@ -944,7 +944,8 @@ def is_ip_address(text: str) -> bool:
 @subcommand("replicate")
 def cluster_replicate(c: Client, argv: list[bytes]) -> Any:
     """CLUSTER REPLICATE node-id: this node becomes a replica of that primary; in this
-    process's cluster it takes the primary's data and follows its writes."""
+    process's cluster it takes the primary's data and follows its writes, and a node of
+    another process is replicated over TCP (the link REPLICAOF makes)."""
     view = view_of(c)
     node = known_node(view, argv[2], b"ERR Unknown node ")
     myself = view.myself
@@ -963,15 +964,20 @@ def cluster_replicate(c: Client, argv: list[bytes]) -> Any:
 
 
 def replicates_here(view: ClusterView, node: ClusterNode) -> bool:
-    """A replication link to `node` can be made: it is a node of this process's cluster."""
+    """A replication link to `node` can be made: it is a node of this process's cluster,
+    or this node has a bus to other processes (the link goes over TCP)."""
+    if view.wire is not None:
+        return bool(node.host)
     return view.bus is not None and any(v.myself.id == node.id for v in view.bus.views)
 
 
 @subcommand("failover")
 def cluster_failover(c: Client, argv: list[bytes]) -> Any:
     """CLUSTER FAILOVER [FORCE|TAKEOVER] on a replica: it becomes its shard's primary with a
-    new config epoch (at once here; Valkey's manual failover waits for the replica to
-    catch up, which an in-process replica always is)."""
+    new config epoch. In this process's cluster at once (Valkey's manual failover waits
+    for the replica to catch up, which an in-process replica always is); between
+    processes as Valkey: +OK, then the primary pauses, the replica catches up and is
+    elected (FORCE: elected at once; TAKEOVER: no election)."""
     view = view_of(c)
     if len(argv) > 3 or (len(argv) == 3 and argv[2].upper() not in (b"FORCE", b"TAKEOVER")):
         raise ReplyError("ERR syntax error")
@@ -985,6 +991,14 @@ def cluster_failover(c: Client, argv: list[bytes]) -> Any:
         raise ReplyError("ERR I'm a replica but my master is unknown to me")
     if not forced and (primary.failing or not primary.connected):
         raise ReplyError("ERR Master is down or failed, please use CLUSTER FAILOVER FORCE")
+    wire = view.wire
+    if wire is not None:
+        option = argv[2].upper() if forced else b""
+        if option == b"TAKEOVER":
+            wire.take_over()
+        else:
+            wire.start_manual_failover(option == b"FORCE")
+        return OK
     bus = view.bus
     if bus is None or bus.promote is None:
         raise ReplyError("ERR fakekey fails over only the replicas of its own cluster's nodes")

@@ -768,7 +768,8 @@ def assign_slot(view: ClusterView, slot: int, node: ClusterNode) -> None:
 def follow_primary(view: ClusterView, node: ClusterNode) -> None:
     """clusterSetPrimary: this node becomes a replica of `node` (its open slots closed, its
     shard's id taken, the shard channels of other shards dropped); the replication link
-    is made by the bus's `follow`, when the node is in this process."""
+    is made by the bus's `follow`, when the node is in this process, or by the wire to
+    other processes (a link over TCP, as REPLICAOF's)."""
     myself = view.myself
     view.migrating.clear()
     view.importing.clear()
@@ -780,3 +781,5 @@ def follow_primary(view: ClusterView, node: ClusterNode) -> None:
         other = next((v for v in bus.views if v.myself.id == node.id), None)
         if other is not None:
             bus.follow(view.state, other.state)
+    if view.wire is not None:
+        view.wire.replicate(node)

@@ -23,19 +23,22 @@ from typing import TYPE_CHECKING, Any, cast
 from fakekey.core.cluster import (
     SLOTS,
     ClusterNode,
+    follow_primary,
     forget_node,
     forgotten,
     lose_slots,
     new_node_id,
     redirect_blocked_clients,
 )
+from fakekey.core.cluster_failover import Failover, should_follow
 
 if TYPE_CHECKING:
     from fakekey.core.cluster import ClusterView
 
 MEET, PING, PONG, FAIL, UPDATE, FORGET, PUBLISH = (
     b"meet", b"ping", b"pong", b"fail", b"update", b"forget", b"publish")
-KINDS = frozenset((MEET, PING, PONG, FAIL, UPDATE, FORGET, PUBLISH))
+AUTH_REQUEST, AUTH_ACK, MFSTART = b"auth-request", b"auth-ack", b"mfstart"  # failovers
+KINDS = frozenset((MEET, PING, PONG, FAIL, UPDATE, FORGET, PUBLISH, AUTH_REQUEST, AUTH_ACK, MFSTART))
 GOSSIP_MAX = 64  # entries about other nodes in one message (all of them in a small cluster)
 FAIL_REPORT_VALIDITY = 2  # a failure report counts for node-timeout times this (Valkey's)
 FAIL_UNDO = 2  # a failed primary with slots is cleared after node-timeout times this
@@ -162,6 +165,7 @@ class Gossip:
         self.reports: dict[str, dict[str, int]] = {}  # node id -> reporter id -> when (ms)
         self.fail_times: dict[str, int] = {}  # node id -> when it was marked fail (ms)
         self.meet: set[ClusterNode] = set()  # handshake nodes to send MEET (not PING) to
+        self.failover = Failover(view)  # elections, votes, manual failovers
 
     def now(self) -> int:
         return self.view.state.clock.now_ms()
@@ -173,16 +177,18 @@ class Gossip:
         myself = view.myself
         config = view.state.config
         flags = ["nofailover"] if config["cluster-replica-no-failover"] else []
+        if to is not None and self.failover.pausing_for(to):
+            flags.append("paused")  # a manual failover: the replica waits for this offset
         return Header(
             id=myself.id, ip=str(config["cluster-announce-ip"] or ""),
             port=config["cluster-announce-port"] or myself.port,
             cport=config["cluster-announce-bus-port"] or myself.bus_port,
             primary=myself.primary.id if myself.primary is not None else "",
-            current_epoch=view.current_epoch, config_epoch=myself.config_epoch,
-            shard=myself.shard_id, offset=self._my_offset(), hostname=str(config["cluster-announce-hostname"]),
+            current_epoch=view.current_epoch, config_epoch=view.primary_of(myself).config_epoch,
+            shard=myself.shard_id, offset=self.my_offset(), hostname=str(config["cluster-announce-hostname"]),
             flags=flags, slots=slot_bitmap(view, view.primary_of(myself)), gossip=self._gossip_about(to))
 
-    def _my_offset(self) -> int:
+    def my_offset(self) -> int:
         state = self.view.state
         return int(state.repl_offset)
 
@@ -282,6 +288,8 @@ class Gossip:
         if sender is None or sender is view.myself:
             return out
         self._learn_sender(sender, header, out)
+        if "paused" in header.flags:
+            self.failover.primary_paused(sender, header.offset)
         if kind in (PING, PONG, MEET):
             self._take_gossip(header, sender, out)
         if out.changed:
@@ -314,8 +322,12 @@ class Gossip:
         out.changed |= self._take_role(sender, header)
         sender.shard_id = header.shard
         if sender.is_primary and header.slots != slot_bitmap(view, sender):
+            mine = view.myself.primary
+            had_slots = mine is not None and mine in view.owners
             out.updates = self._take_slots(sender, bitmap_ranges(header.slots))
             out.changed = True
+            if should_follow(view, sender, had_slots):  # a failover in this replica's shard
+                follow_primary(view, sender)
         self._resolve_epoch_collision(sender)
 
     def _take_role(self, sender: ClusterNode, header: Header) -> bool:
@@ -378,6 +390,31 @@ class Gossip:
                 continue
             if sender is not None:
                 self.start_handshake(entry["ip"], entry["port"], entry["cport"])
+
+    # --- failovers ---------------------------------------------------------------------------
+
+    def take_auth_request(self, header: Header) -> bool:
+        """FAILOVER_AUTH_REQUEST (its sender's header, learnt first as any): True when
+        this primary votes for it."""
+        view = self.view
+        sender = view.nodes.get(header.id)
+        if sender is None or sender.handshake or sender is view.myself:
+            return False
+        self._learn_sender(sender, header, Outcome())
+        return self.failover.should_vote(sender, header.current_epoch, header.config_epoch,
+                                         bitmap_ranges(header.slots), "forceack" in header.flags)
+
+    def take_auth_ack(self, sender_id: str, current_epoch: int) -> None:
+        sender = self.view.nodes.get(sender_id)
+        if sender is not None and not sender.handshake:
+            self.failover.acked(sender, current_epoch)
+
+    def take_mfstart(self, sender_id: str) -> ClusterNode | None:
+        """MFSTART: the replica whose manual failover this primary now pauses for, if any."""
+        sender = self.view.nodes.get(sender_id)
+        if sender is None or sender.handshake or not self.failover.primary_asked(sender):
+            return None
+        return sender
 
     def take_update(self, node_id: str, config_epoch: int, slots: bytes) -> None:
         """UPDATE: a node's slots as it claims them with a newer config epoch."""

@@ -463,7 +463,9 @@ class ServerState:
             if refusal is not None:
                 self.command_stats[cmd.index].rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
-        if self.cluster is not None:  # a slot another node serves: MOVED, ASK... (core/cluster.py)
+        if self.cluster is not None and (self.upstream is None or client is not self.upstream.client):
+            # a slot another node serves: MOVED, ASK... (core/cluster.py); never for the
+            # primary's stream on a replica (Valkey's CLIENT_PRIMARY)
             redirect = self.cluster.route(client, cmd, argv)
             if client.asking and cmd.name != "asking" and (not client.in_multi or cmd.name == "exec"):
                 client.asking = False  # good for one command (or one whole transaction)

@@ -16,7 +16,14 @@ A link this node opens to a node carries its PINGs (MEET to a node met by addres
 their PONGs; a link a peer opened carries the peer's, answered on it. The cron, `hz` times
 a second, (re)connects the links, pings each node every half node-timeout (at most every
 second), and runs failure detection (Gossip.look). A change this node makes to its own
-claims (ADDSLOTS, BUMPEPOCH...) is sent to every node at once as a PONG."""
+claims (ADDSLOTS, BUMPEPOCH...) is sent to every node at once as a PONG.
+
+Replicas and failovers (core/cluster_failover.py decides): a node that becomes a replica
+(CLUSTER REPLICATE, or following a failover) replicates its primary over TCP with the
+link REPLICAOF uses (net/replica_link.py); a replica whose primary fails runs an election
+(auth-request to every node, auth-ack from the primaries that vote), and CLUSTER FAILOVER
+sends mfstart to the primary, whose pings to that replica then say `paused` and carry
+the offset to reach."""
 
 from __future__ import annotations
 
@@ -24,13 +31,18 @@ import asyncio
 import json
 import logging
 import socket
+import time
 from typing import TYPE_CHECKING, Any
 
+from fakekey.commands import replication
 from fakekey.core.cluster_gossip import (
+    AUTH_ACK,
+    AUTH_REQUEST,
     FAIL,
     FORGET,
     KINDS,
     MEET,
+    MFSTART,
     PING,
     PONG,
     PUBLISH,
@@ -207,6 +219,36 @@ class ClusterBus:
         body = {"sender": self.view.myself.id, "node": node_id, "ttl": ttl}
         self._broadcast(encode(FORGET, body))
 
+    def replicate(self, primary: ClusterNode) -> None:
+        """This node follows `primary` now (clusterSetPrimary): a manual failover in
+        progress ends, and the replication link goes to that node (replicationSetPrimary)."""
+        self.gossip.failover.reset_manual()
+        upstream = self.state.upstream
+        if upstream is not None and upstream.same_primary(primary.host, primary.port):
+            return
+        replication.follow(self.state, primary.host, primary.port)
+
+    def start_manual_failover(self, force: bool) -> None:
+        """CLUSTER FAILOVER [FORCE] on this replica: FORCE elects at once; otherwise the
+        primary is asked to pause (mfstart) and the election waits for its offset."""
+        self.gossip.failover.start_manual(force)
+        primary = self.view.myself.primary
+        link = self.links.get(primary) if primary is not None else None
+        if not force and link is not None:
+            self._send(link, encode(MFSTART, {"sender": self.view.myself.id}))
+
+    def take_over(self) -> None:
+        """CLUSTER FAILOVER TAKEOVER: this replica is the primary, without votes."""
+        self.gossip.failover.take_over()
+        self._promoted()
+
+    def _promoted(self) -> None:
+        """Won: the replication link ends (the data and its history kept, as REPLICAOF NO
+        ONE) and every node hears the new claim at once."""
+        if self.state.upstream is not None:
+            replication.promote(self.state)
+        self.view.announce()
+
     def publish(self, channel: bytes, message: bytes, sharded: bool) -> None:
         """PUBLISH to every node; SPUBLISH to the nodes of this node's shard."""
         view = self.view
@@ -246,9 +288,39 @@ class ClusterBus:
                 self._maybe_ping(node, link, now)
         for node in self.gossip.look(set(self.links)):
             self._broadcast(encode(FAIL, {"sender": view.myself.id, "node": node.id}))
+        self._failover_step()
         idle = max(INBOUND_IDLE_MIN, 3 * self.state.config["cluster-node-timeout"] / 1000)
         for link in [link for link in self.inbound if now - link.last_read > idle]:
             self._drop(link)
+
+    def _failover_step(self) -> None:
+        """clusterCron's part in failovers: a paused primary's pings to the replica that
+        asked; a replica's manual failover and election."""
+        failover = self.gossip.failover
+        myself = self.view.myself
+        offset = self.gossip.my_offset()
+        failover.manual_tick(offset)
+        waiting = failover.mf_replica
+        if waiting is not None and failover.pausing_for(waiting) and waiting in self.links:
+            self._send(self.links[waiting], self._hello(PING, waiting))
+        if myself.is_primary:
+            return
+        step = failover.election_tick(offset, self._link_down_ms())
+        if step == "request":
+            header = self.gossip.header(None)
+            if failover.mf_end and failover.mf_can_start:
+                header.flags.append("forceack")  # the primaries vote though it lives
+            self._broadcast(encode(AUTH_REQUEST, header.as_json(), header.slots))
+        elif step == "won":
+            failover.replace_primary()
+            self._promoted()
+
+    def _link_down_ms(self) -> int:
+        """How long the replication link has been down (0: up)."""
+        upstream = self.state.upstream
+        if upstream is None or upstream.linked or not upstream.down_since:
+            return 0
+        return max(0, int(time.time() * 1000) - upstream.down_since * 1000)
 
     def _maybe_connect(self, node: ClusterNode, now: float) -> None:
         if node in self.connecting or not node.host or now - self.last_attempt.get(node, 0.0) < CONNECT_EVERY:
@@ -363,6 +435,19 @@ class ClusterBus:
                 self._send(link, encode(UPDATE, {"sender": self.view.myself.id, "node": owner.id,
                                                  "config_epoch": owner.config_epoch},
                                         slot_bitmap(self.view, owner)))
+        elif kind == AUTH_REQUEST:
+            if gossip.take_auth_request(Header.from_json(body, parts[3])):
+                self._send(link, encode(AUTH_ACK, {"sender": self.view.myself.id,
+                                                   "current_epoch": self.view.current_epoch}))
+        elif kind == AUTH_ACK:
+            epoch = body.get("current_epoch")
+            if not isinstance(epoch, int):
+                raise BadMessage("bad auth-ack")
+            gossip.take_auth_ack(text_of(body, "sender"), epoch)
+        elif kind == MFSTART:
+            replica = gossip.take_mfstart(text_of(body, "sender"))
+            if replica is not None and replica in self.links:
+                self._send(self.links[replica], self._hello(PING, replica))
         elif kind == FAIL:
             gossip.take_fail(text_of(body, "sender"), text_of(body, "node"))
         elif kind == FORGET:

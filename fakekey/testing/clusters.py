@@ -5,11 +5,13 @@ emptied between tests). The plugin's `fakekey_cluster` and `fakekey_cluster_clie
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from fakekey.net.cluster import Cluster
+from fakekey.testing.raw import RawClient
 from fakekey.testing.servers import TargetSkip
 from fakekey.testing.targets import find_valkey_binary
 
@@ -48,9 +50,41 @@ class ClusterPool:
 
 
 def empty(cluster: Any) -> None:
-    """Every primary flushed (the replicas follow), the shared cluster ready for a test."""
+    """Every primary flushed (the replicas follow), the shared cluster ready for a test:
+    settled after whatever the last test did to it."""
+    settle(cluster)
     for node in cluster.primaries:
         node.call("FLUSHALL")
+
+
+SETTLE_S = 20.0  # a real cluster's gossip agrees within a few node timeouts
+
+
+def settle(cluster: Any) -> None:
+    """Wait until every node gives the same slot map and the primaries' config epochs
+    are distinct: after a failover or a slot moved back and forth, a real cluster's
+    gossip needs a moment (and resolves epoch collisions), and a test that moved a
+    slot before then could see its claim lost to an older one of equal epoch."""
+    deadline = time.monotonic() + SETTLE_S
+    while not _settled(cluster):
+        if time.monotonic() > deadline:
+            raise AssertionError("the cluster's nodes did not come to agree on slots and epochs")
+        time.sleep(0.05)
+
+
+def _settled(cluster: Any) -> bool:
+    maps = set()
+    epochs: list[int] = []
+    for node in cluster.nodes:
+        with RawClient(node.host, node.port) as raw:
+            kind, text = raw.call("CLUSTER", "NODES")
+        if kind == "-":
+            return False
+        lines = [line.split() for line in bytes(text).decode().splitlines()]
+        # each primary's address, config epoch and slots, as this node sees them
+        maps.add(tuple(sorted((f[1].split("@")[0], f[6], *f[8:]) for f in lines if "master" in f[2])))
+        epochs += [int(f[6]) for f in lines if "myself" in f[2] and "master" in f[2]]
+    return len(maps) == 1 and len(set(epochs)) == len(epochs)
 
 
 def cluster_client(cluster: Any, **options: Any) -> Any:

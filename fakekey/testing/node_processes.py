@@ -204,3 +204,48 @@ def all_ok(nodes: list[NodeProcess]) -> bool:
         if len(lines) != len(nodes) or any("handshake" in fields[2] for fields in lines):
             return False
     return True
+
+
+# --- replicas and failover (3 primaries, 3 replicas) --------------------------------------------
+
+
+def cluster_create(nodes: list[NodeProcess], replicas: int = 0) -> str:
+    """`redis-cli --cluster create` (or valkey-cli's) over `nodes`, `replicas` per primary;
+    its output. AssertionError when it fails; None of it when no such tool is installed."""
+    cli = shutil.which("redis-cli") or shutil.which("valkey-cli")
+    assert cli is not None, "no redis-cli or valkey-cli"
+    done = subprocess.run([cli, "--cluster", "create", *(n.address for n in nodes),
+                           "--cluster-replicas", str(replicas), "--cluster-yes"],
+                          capture_output=True, timeout=60, check=False)
+    output = done.stdout.decode() + done.stderr.decode()
+    assert done.returncode == 0, output
+    return output
+
+
+def replication_info(node: NodeProcess) -> dict[str, str]:
+    text = node.call("INFO", "replication")[1].decode()
+    return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+
+
+def shards_formed(nodes: list[NodeProcess], primaries: int) -> bool:
+    """Every live node says cluster_state:ok and sees `primaries` primaries serving slots,
+    each other node a replica of one of them, none failing; every replica's link is up."""
+    for node in nodes:
+        if node.info().get("cluster_state") != "ok":
+            return False
+        lines = node.nodes()
+        if len(lines) != len(nodes) or any("fail" in f[2] or "handshake" in f[2] for f in lines):
+            return False
+        serving = {f[0] for f in lines if "master" in f[2] and len(f) > 8}
+        if len(serving) != primaries or any(f[3] not in serving for f in lines if "slave" in f[2]):
+            return False
+        role = replication_info(node)
+        if role.get("role") == "slave" and role.get("master_link_status") != "up":
+            return False
+    return True
+
+
+def primary_of(nodes: list[NodeProcess], replica: NodeProcess) -> NodeProcess:
+    """The process `replica` replicates, as its own CLUSTER NODES says."""
+    mine = next(f for f in replica.nodes() if "myself" in f[2])
+    return next(n for n in nodes if n.node_id() == mine[3])

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from fakekey.core.cluster import key_slot
-from fakekey.testing.clusters import cluster_for_tests, cluster_targets
+from fakekey.testing.clusters import cluster_for_tests, cluster_targets, settle
 from fakekey.testing.raw import RawClient
 
 TARGETS = cluster_targets()
@@ -129,9 +129,10 @@ def nodes_table(node: Any) -> dict[bytes, list[bytes]]:
     return {line.split()[0]: line.split() for line in call(node, "CLUSTER", "NODES")[1].splitlines()}
 
 
-def owner(cluster: Any, slot: int) -> Any:
-    """The node serving `slot` now, as the first live node's CLUSTER SLOTS says."""
-    _kind, ranges = call(cluster.nodes[0], "CLUSTER", "SLOTS")
+def owner(cluster: Any, slot: int, seer: Any = None) -> Any:
+    """The node serving `slot` now, as `seer`'s (by default the first node's) CLUSTER
+    SLOTS says."""
+    _kind, ranges = call(seer or cluster.nodes[0], "CLUSTER", "SLOTS")
     for _k, entry in ranges:
         if entry[0][1] <= slot <= entry[1][1]:
             port = entry[2][1][1][1]
@@ -177,9 +178,14 @@ def close_slot(cluster: Any, slot: int, source: Any, target: Any) -> None:
     for node in cluster.nodes:
         if node not in (source, target) and b"master" in nodes_table(node)[my_id(node)][2]:
             ok(call(node, "CLUSTER", "SETSLOT", str(slot), "NODE", target_id))
+    # replicas learn it from their primaries' gossip (Valkey's within a moment): a client
+    # that asks one for the slot map before then would be sent round in MOVED
+    wait_until(lambda: all(owner(cluster, slot, node) is target for node in cluster.nodes),
+               "every node to see the slot's new owner")
 
 
 def move_slot(cluster: Any, slot: int, source: Any, target: Any) -> None:
+    settle(cluster)  # after the last move or failover: one claim per epoch
     open_slot(slot, source, target)
     close_slot(cluster, slot, source, target)
 

@@ -110,14 +110,17 @@ def test_replicate_across_processes_is_refused_clearly(formed):
     assert b"must be empty" in reply[1]
 
 
-def test_a_new_process_is_refused_as_a_replica_of_another_process(formed):
+def test_a_new_process_becomes_a_replica_of_another_process(formed):
+    """(Replication and failovers between processes: test_cluster_bus_replicas.py.)"""
     with NodeProcesses("fakekey", 1, cluster_node_timeout=NODE_TIMEOUT) as (spare,):
         spare.call("CLUSTER", "MEET", formed[0].host, formed[0].port)
         wait_for("the spare known to all", lambda: all(knows(n, 4) for n in [*formed, spare]))
-        reply = spare.call("CLUSTER", "REPLICATE", formed[0].node_id())
-        assert reply == ("-", b"ERR fakekey cannot replicate a node of another process yet "
-                              b"(no replication link between processes)")
+        primary_id = formed[0].node_id()
+        assert spare.call("CLUSTER", "REPLICATE", primary_id) == ("+", b"OK")
         spare_id = spare.node_id()
+        wait_for("the spare seen as a replica by all", lambda: all(
+            {f[0]: f[2:4] for f in n.nodes()}[spare_id] == [flags, primary_id]
+            for n, flags in [(formed[0], "slave"), (formed[1], "slave"), (spare, "myself,slave")]))
     # gone for good: FORGET on one node spreads to the others
     formed[0].call("CLUSTER", "FORGET", spare_id)
     wait_for("the spare forgotten by all",
