@@ -181,13 +181,15 @@ def port_file_of(words: list[str]) -> str:
 class ValkeyLogFormat(logging.Formatter):
     """`pid:M 02 Dec 2026 06:39:11.195 # text`: # warning, * notice, - verbose, . debug.
     A record with `signal_handler` set is the line Valkey writes from its signal handler:
-    `pid:signal-handler (unix seconds) text`."""
+    `pid:signal-handler (unix seconds) text`; one with `raw` set is its text alone."""
 
     MARKS = {logging.DEBUG: ".", VERBOSE: "-", logging.INFO: "*", logging.WARNING: "#"}
 
     def format(self, record: logging.LogRecord) -> str:
         if getattr(record, "signal_handler", False):
             return f"{os.getpid()}:signal-handler ({int(record.created)}) {record.getMessage()}"
+        if getattr(record, "raw", False):  # serverLogRaw: the text alone (the logo)
+            return record.getMessage().removesuffix("\n")
         stamp = time.strftime("%d %b %Y %H:%M:%S", time.localtime(record.created))
         mark = self.MARKS.get(record.levelno, "#")
         return f"{os.getpid()}:M {stamp}.{int(record.msecs):03d} {mark} {record.getMessage()}"
@@ -415,6 +417,7 @@ def stop_on_signals(server: Server) -> None:
         future = server.state.shutdown_requested
         if future is None or future.done():
             return
+        log.info("User requested shutdown...")
         # as Valkey: save when a save rule is set (shutdown-on-sig* may say otherwise)
         flags = server.state.config["shutdown-on-sigterm" if signame == "SIGTERM" else "shutdown-on-sigint"]
         flags = set(flags.split()) if isinstance(flags, str) else set(flags)
@@ -475,6 +478,50 @@ def log_banner() -> None:
     log.info("Configuration loaded")
 
 
+# Valkey's startup logo (src/asciilogo.h, 9.x): version, mode, port and pid filled in.
+# Harnesses wait for its `PID: N` line (Valkey's own: tests/support/server.tcl).
+ASCII_LOGO = (
+    "                .+^+.                                                \n"
+    "            .+#########+.                                            \n"
+    "        .+########+########+.           Valkey {version} (00000000/0) {bits} bit\n"
+    "    .+########+'     '+########+.                                    \n"
+    " .########+'     .+.     '+########.    Running in {mode} mode\n"
+    " |####+'     .+#######+.     '+####|    Port: {port}\n"
+    " |###|   .+###############+.   |###|    PID: {pid}                     \n"
+    " |###|   |#####*'' ''*#####|   |###|                                 \n"
+    " |###|   |####'  .-.  '####|   |###|                                 \n"
+    " |###|   |###(  (@@@)  )###|   |###|          https://valkey.io      \n"
+    " |###|   |####.  '-'  .####|   |###|                                 \n"
+    " |###|   |#####*.   .*#####|   |###|                                 \n"
+    " |###|   '+#####|   |#####+'   |###|                                 \n"
+    " |####+.     +##|   |#+'     .+####|                                 \n"
+    " '#######+   |##|        .+########'                                 \n"
+    "    '+###|   |##|    .+########+'                                    \n"
+    "        '|   |####+########+'                                        \n"
+    "             +#########+'                                            \n"
+    "                '+v+'                                                \n\n"
+)
+
+
+def shows_logo(config: Any) -> bool:
+    """Valkey draws its logo when always-show-logo is set, or when it logs to a terminal
+    (no log file, no syslog, stdout a tty); else one `Running mode=` line."""
+    if config["always-show-logo"]:
+        return True
+    return not config["logfile"] and not config["syslog-enabled"] and sys.stdout.isatty()
+
+
+def log_logo(server: Server, mode: str = "standalone") -> None:
+    """The logo (written raw, as serverLogRaw) or the one line Valkey logs instead."""
+    if not shows_logo(server.state.config):
+        log.info("Running mode=%s, port=%d.", mode, server.port)
+        return
+    bits = 64 if sys.maxsize > 2**32 else 32
+    logo = ASCII_LOGO.format(version=VALKEY_VERSION, bits=bits, mode=mode, port=server.port,
+                             pid=os.getpid())
+    log.info("%s", logo, extra={"raw": True})
+
+
 def run(server: Server, launch: Launch) -> int:
     loop = new_event_loop()
     asyncio.set_event_loop(loop)
@@ -502,16 +549,15 @@ def run(server: Server, launch: Launch) -> int:
 
 
 async def _serve(server: Server, launch: Launch) -> None:
-    log.info("Running mode=standalone, port=%d.", server.port)
+    log_logo(server)
+    log.info("Server initialized")  # then the loading lines, as Valkey's loadDataFromDisk
     await server.start_async()
-    log.info("Server initialized")
     server.state.shutdown_requested = asyncio.get_running_loop().create_future()
     stop_on_signals(server)
     gc_timer = own_the_collector_for([server.state])
     announce_ready(server, launch)
     await server.state.shutdown_requested
-    gc_timer.cancel()
-    log.info("User requested shutdown...")
+    gc_timer.cancel()  # "User requested shutdown..." is logged where it was asked
     await server.stop_async()
     log.warning("Valkey is now ready to exit, bye bye...")
 

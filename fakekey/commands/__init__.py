@@ -6,6 +6,7 @@ FAMILIES = (
     "clients",
     "acl",
     "admin",
+    "debug",
     "config",
     "info",
     "replication",

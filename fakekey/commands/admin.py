@@ -1,25 +1,23 @@
-"""Server administration: TIME, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, DEBUG, SHUTDOWN, LASTSAVE,
-SAVE, BGSAVE, BGREWRITEAOF, WAIT, ROLE."""
+"""Server administration: TIME, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB, SHUTDOWN, LASTSAVE, SAVE,
+BGSAVE, BGREWRITEAOF, WAIT, ROLE (DEBUG is in debug.py)."""
 
 from __future__ import annotations
 
-import math
-import re
-import time
+import logging
 from typing import TYPE_CHECKING, Any
 
-from fakekey.codecs.digest import dataset_digest, value_digest
-from fakekey.commands.args import SYNTAX, help_lines, parse_int
+from fakekey.commands.args import SYNTAX, parse_int
 from fakekey.core.client import Client
 from fakekey.core.keyspace import Database
 from fakekey.core.registry import command
 from fakekey.memory.lazyfree import lazy_setting, released_keys
-from fakekey.resp.replies import NO_REPLY, OK, BigNumber, Raw, ReplyError, SetReply, Simple, Verbatim
+from fakekey.resp.replies import NO_REPLY, OK, ReplyError, Simple
 
 if TYPE_CHECKING:
     from fakekey.core.state import ServerState
 
 G = "server"
+log = logging.getLogger("fakekey.net.server")  # the server's log (fakekey-server writes it)
 
 
 # --- time and size ------------------------------------------------------------------------
@@ -117,14 +115,15 @@ def parse_swap_index(raw: bytes, which: str) -> int:
 def swap_databases(first: Database, second: Database) -> None:
     """Exchange the data of two databases. Watches and waiters stay with their index, so
     watchers of a key present on either side are dirtied, and waiters whose key now has
-    data are served after the command."""
+    data are served after the command (watchers are touched before, as Valkey's
+    touchAllWatchedKeysInDb sees each side's data and what replaces it)."""
+    first.touch_all_watchers(second)
+    second.touch_all_watchers(first)
     for attr in ("data", "expires", "access", "numbers_as_text", "sampled_keys", "sampled_volatile",
                  "field_ttl_keys", "sampled_field_ttls"):
         one, other = getattr(first, attr), getattr(second, attr)
         setattr(first, attr, other)
         setattr(second, attr, one)
-    first.touch_all_watchers(second)
-    second.touch_all_watchers(first)
     for db in (first, second):
         for key in list(db.waiting):
             if key in db.data:
@@ -146,195 +145,6 @@ def swapdb(c: Client, argv: list[bytes]) -> Any:
         swap_databases(dbs[first], dbs[second])
     c.state.dirty += 1  # even a database swapped with itself, as Valkey counts it
     return OK
-
-
-# --- DEBUG --------------------------------------------------------------------------------
-
-DEBUG_HELP = [
-    "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "DIGEST",
-    "    Output a hex signature representing the current DB content.",
-    "DIGEST-VALUE <key> [<key> ...]",
-    "    Output a hex signature of the values of all the specified keys.",
-    "ERROR <string>",
-    "    Return a RESP protocol error with <string> as message. Useful for clients",
-    "    unit tests to simulate error replies.",
-    "LOG <message>",
-    "    Write <message> to the server log.",
-    "RELOAD [option ...]",
-    "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
-    "    * MERGE: conflicting keys will be loaded from RDB.",
-    "    * NOFLUSH: the existing database will not be removed before load, but",
-    "      conflicting keys will generate an exception and kill the server.",
-    "    * NOSAVE: the database will be loaded from an existing RDB file.",
-    "    Examples:",
-    "    * DEBUG RELOAD: verify that the server is able to persist, flush and reload",
-    "      the database.",
-    "    * DEBUG RELOAD NOSAVE: replace the current database with the contents of an",
-    "      existing RDB file.",
-    "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
-    "      file to the database.",
-    "PROTOCOL <type>",
-    "    Reply with a test value of the specified type. <type> can be: string,",
-    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
-    "    true, false.",
-    "SET-ACTIVE-EXPIRE <0|1>",
-    "    Setting it to 0 disables expiring keys in background when they are not",
-    "    accessed (otherwise the behavior). Setting it to 1 reenables back the",
-    "    default.",
-    "SLEEP <seconds>",
-    "    Stop the server for <seconds>. Decimals allowed.",
-    "HELP",
-    "    Print this help.",
-]
-_LEADING_FLOAT = re.compile(rb"\s*[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
-
-
-def strtod_prefix(raw: bytes) -> float:
-    """C strtod: the longest leading number, 0 when there is none."""
-    match = _LEADING_FLOAT.match(raw)
-    return float(match.group()) if match else 0.0
-
-
-# C strtod's longest prefix: blanks, a sign, then inf/infinity, nan, a hex or a decimal
-# number. Possessive quantifiers keep it linear on a long run of digits.
-_STRTOD_PREFIX = re.compile(
-    rb"[ \t\n\v\f\r]*+[+-]?+(?:inf(?:inity)?+|nan"
-    rb"|0x(?:[0-9a-f]++(?:\.[0-9a-f]*+)?+|\.[0-9a-f]++)(?:p[+-]?+[0-9]++)?+"
-    rb"|(?:[0-9]++(?:\.[0-9]*+)?+|\.[0-9]++)(?:e[+-]?+[0-9]++)?+)",
-    re.I,
-)
-_LONGEST_SLEEP = float(2**33)  # seconds (~272 years): time.sleep refuses much longer
-
-
-def strtod_value(raw: bytes) -> float:
-    """What C strtod answers for `raw`: its longest numeric prefix (0 when none), with
-    inf, nan and hex forms; past the double range, +-inf."""
-    match = _STRTOD_PREFIX.match(raw)
-    if match is None:
-        return 0.0
-    text = match.group().lstrip(b" \t\n\v\f\r").lower()
-    sign = -1.0 if text[:1] == b"-" else 1.0
-    body = text.lstrip(b"+-")
-    if body.startswith(b"inf"):
-        return sign * math.inf
-    if body == b"nan":
-        return math.nan
-    if body.startswith(b"0x"):
-        try:
-            return sign * float.fromhex(body.decode())
-        except OverflowError:
-            return sign * math.inf
-    return sign * float(body)
-
-
-def debug_sleep_seconds(raw: bytes) -> float:
-    """DEBUG SLEEP's pause as Valkey takes it: strtod, times 1e6 into a long long (x86
-    makes NaN and out-of-range values LLONG_MIN), and nanosleep refuses a negative time,
-    so nan, inf, 1e13 or -1 answer at once while 1e9 sleeps for good."""
-    micros = strtod_value(raw) * 1_000_000
-    if not -(2.0**63) <= micros < 2.0**63:  # NaN fails this too
-        return 0.0
-    whole = int(micros)  # truncated toward zero, as C converts
-    if whole <= 0:
-        return 0.0
-    return min(whole / 1_000_000, _LONGEST_SLEEP)
-
-
-def debug_protocol(c: Client, kind: bytes) -> Any:
-    """DEBUG PROTOCOL: one sample reply of each RESP type."""
-    samples: dict[bytes, Any] = {
-        b"string": b"Hello World",
-        b"integer": 12345,
-        b"double": 3.141,
-        b"bignum": BigNumber(b"1234567999999999999999999999999999999"),
-        b"null": None,
-        b"array": [0, 1, 2],
-        b"set": SetReply([0, 1, 2]),
-        b"map": {0: False, 1: True, 2: False},
-        b"verbatim": Verbatim(b"This is a verbatim\nstring"),
-        b"true": True,
-        b"false": False,
-    }
-    if kind in samples:
-        return samples[kind]
-    if kind == b"attrib":
-        text = b"Some real reply following the attribute"
-        if c.protocol == 2:
-            return text
-        return Raw(b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n" + _bulk(text))
-    if kind == b"push":
-        if c.protocol == 2:
-            raise ReplyError("ERR RESP2 is not supported by this command")
-        # Valkey delivers the push after the command's own reply
-        text = b"Some real reply following the push reply"
-        return Raw(_bulk(text) + b">2\r\n$16\r\nserver-cpu-usage\r\n:42\r\n")
-    raise ReplyError(
-        "ERR Wrong protocol type name. Please use one of the following: "
-        "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"
-    )
-
-
-def debug_reload(c: Client, options: list[bytes]) -> Any:
-    """DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save the RDB file and load it back
-    (fakekey/persistence/manager.py)."""
-    words = {option.upper() for option in options}
-    if not words <= {b"MERGE", b"NOFLUSH", b"NOSAVE"}:
-        raise ReplyError("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
-    persistence = c.state.persistence
-    if persistence is None:
-        raise ReplyError("ERR Error trying to load the RDB dump, check server logs.")
-    error = persistence.debug_reload(save=b"NOSAVE" not in words, flush=b"NOFLUSH" not in words,
-                                     merge=b"MERGE" in words)
-    if error is not None:
-        raise ReplyError(error)
-    return OK
-
-
-def _bulk(data: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(data), data)
-
-
-def debug_unknown(sub: bytes) -> ReplyError:
-    name = sub.decode("utf-8", "replace")
-    return ReplyError(
-        f"ERR unknown subcommand or wrong number of arguments for '{name}'. Try DEBUG HELP."
-    )
-
-
-@command("debug", -2, "admin noscript loading stale", acl="dangerous", group=G,
-         since="1.0.0", doc_flags="syscmd", complexity="Depends on subcommand.",
-         protected_by="enable-debug-command",
-         summary="Holds the commands that help debug the server and its clients.")
-def debug(c: Client, argv: list[bytes]) -> Any:
-    sub = argv[1].lower()
-    argc = len(argv)
-    if sub == b"help" and argc == 2:
-        return help_lines(DEBUG_HELP)
-    if sub == b"sleep" and argc == 3:
-        # Valkey's DEBUG SLEEP stops the whole server; so does blocking the loop here
-        time.sleep(debug_sleep_seconds(argv[2]))
-        return OK
-    if sub == b"error" and argc == 3:
-        return ReplyError(argv[2])
-    if sub == b"log" and argc == 3:
-        return OK
-    if sub == b"protocol" and argc == 3:
-        return debug_protocol(c, argv[2].lower())
-    if sub == b"set-active-expire" and argc == 3:
-        c.state.active_expire = strtod_prefix(argv[2]) != 0
-        return OK
-    if sub == b"reload":
-        return debug_reload(c, argv[2:])
-    if sub == b"digest" and argc == 2:
-        dbs = ((db.index, db.data, db.expires) for db in c.state.dbs)
-        return Simple(dataset_digest(dbs, c.state.now))
-    if sub == b"digest-value":
-        # the raw value, as Valkey's dbFind: a logically expired key still counts
-        db = c.db
-        return [Simple(value_digest(db.data.get(key), key in db.expires, c.state.now))
-                for key in argv[2:]]
-    raise debug_unknown(argv[1])
 
 
 # --- SHUTDOWN, persistence, replication -------------------------------------------------
@@ -360,6 +170,8 @@ def shutdown(c: Client, argv: list[bytes]) -> Any:
     if b"ABORT" in flags:
         # fakekey stops at once, so there is never a shutdown waiting to be aborted
         raise ReplyError("ERR No shutdown in progress.")
+    log.info("User requested shutdown... (user request from 'id=%d addr=%s laddr=%s fd=%d "
+             "name=*redacted* user=*redacted* lib-name= lib-ver=')", c.id, c.addr, c.laddr, c.fd)
     persistence = c.state.persistence
     if persistence is not None:
         save = True if b"SAVE" in flags else False if b"NOSAVE" in flags else None

@@ -77,6 +77,7 @@ def reset_statistics(state: ServerState) -> None:
     state.error_stats.clear()
     state.commands_processed = 0
     state.expiry.reset_stats()
+    state.loop_metrics.reset()
     state.eviction_exceeded_us = state.eviction_exceeded_at = 0
     for stats in state.command_stats:
         stats.reset()

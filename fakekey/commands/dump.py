@@ -305,14 +305,22 @@ def _cluster_peer(c: Client, host: bytes, port: bytes) -> ServerState | None:
     return None if peer is None else peer.state
 
 
-def _link_for(c: Client, host: bytes, port: bytes, timeout: int) -> _Link:
-    """migrateGetSocket: the cached connection to host:port, or a new one."""
-    links = c.state.migrate_links
-    now = c.state.now
+def close_idle_links(state: ServerState, now: int) -> int:
+    """migrateCloseTimedoutSockets: the cached connections idle too long are closed (done
+    when one is used or INFO counts them, where Valkey's cron does it). How many remain."""
+    links = state.migrate_links
     for name, idle in list(links.items()):
         if now - idle.last_use > _LINK_IDLE_MS:
             idle.close()
             del links[name]
+    return len(links)
+
+
+def _link_for(c: Client, host: bytes, port: bytes, timeout: int) -> _Link:
+    """migrateGetSocket: the cached connection to host:port, or a new one."""
+    links = c.state.migrate_links
+    now = c.state.now
+    close_idle_links(c.state, now)
     name = host + b":" + port
     link = links.get(name)
     if link is None:

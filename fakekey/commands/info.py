@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from fakekey._version import REDIS_VERSION
 from fakekey.commands.admin import replication_address, snapshot_us
 from fakekey.commands.clients import clients_memory
+from fakekey.commands.dump import close_idle_links
 from fakekey.core.client import Client
 from fakekey.core.keyspace import Database
 from fakekey.core.registry import command
@@ -271,15 +272,15 @@ def info_stats(state: ServerState) -> InfoLines:
     lines = [f"{name}:{stats[name]}" for name in _STAT_COUNTERS_HEAD]
     lines.append(f"total_commands_processed:{state.commands_processed}")
     lines += [
-        "instantaneous_ops_per_sec:0",
+        f"instantaneous_ops_per_sec:{int(state.loop_metrics.instantaneous('ops'))}",
         f"total_net_input_bytes:{sum(c.net_in for c in clients)}",
         f"total_net_output_bytes:{sum(c.net_out for c in clients)}",
         "total_net_repl_input_bytes:0",
         "total_net_repl_output_bytes:0",
         "total_net_cluster_slot_import_bytes:0",
         "total_net_cluster_slot_export_bytes:0",
-        "instantaneous_input_kbps:0.00",
-        "instantaneous_output_kbps:0.00",
+        f"instantaneous_input_kbps:{state.loop_metrics.instantaneous('net_in'):.2f}",
+        f"instantaneous_output_kbps:{state.loop_metrics.instantaneous('net_out'):.2f}",
         "instantaneous_input_repl_kbps:0.00",
         "instantaneous_output_repl_kbps:0.00",
     ]
@@ -301,7 +302,7 @@ def info_stats(state: ServerState) -> InfoLines:
         f"pubsubshard_channels:{len(shard)}",
         "latest_fork_usec:0",
         "total_forks:0",
-        "migrate_cached_sockets:0",
+        f"migrate_cached_sockets:{close_idle_links(state, state.clock.now_ms())}",
         "slave_expires_tracked_keys:0",
         "active_defrag_hits:0",
         "active_defrag_misses:0",
@@ -326,11 +327,7 @@ def info_stats(state: ServerState) -> InfoLines:
         f"client_output_buffer_limit_disconnections:{state.stats['client_output_buffer_limit_disconnections']}",
         "reply_buffer_shrinks:0",
         "reply_buffer_expands:0",
-        "eventloop_cycles:0",
-        "eventloop_duration_sum:0",
-        "eventloop_duration_cmd_sum:0",
-        "instantaneous_eventloop_cycles_per_sec:0",
-        "instantaneous_eventloop_duration_usec:0",
+        *state.loop_metrics.info_lines(state),
     ]
     lines += [
         f"acl_access_denied_{what}:{stats['acl_access_denied_' + what]}"
@@ -541,6 +538,8 @@ def info_text(state: ServerState, args: list[bytes]) -> bytes:
         lines = build(state) if name in chosen else None
         if lines is not None:
             blocks.append("\r\n".join([f"# {header}", *lines]) + "\r\n")
+    if any(arg.lower() == b"debug" for arg in args):  # only when named, as Valkey's
+        blocks.append("\r\n".join(["# Debug", *state.loop_metrics.debug_lines(state)]) + "\r\n")
     if faults_wanted(state, args):
         blocks.append("\r\n".join(["# Faults", *state.faults.info_lines()]) + "\r\n")
     return "\r\n".join(blocks).encode()

@@ -302,11 +302,27 @@ class Database:
 
     def touch_all_watchers(self, other: Database | None = None) -> None:
         """FLUSHDB/FLUSHALL/SWAPDB: watchers of keys that exist here (or in `other`, the
-        database swapped in) are dirty; watched keys that exist nowhere are not."""
+        database swapped in) are dirty; watched keys that exist nowhere are not. As Valkey's
+        touchAllWatchedKeysInDb, a key expired when watched that is now deleted, or
+        replaced by another expired one, is no logical change, and a missing key replaced
+        by an expired one is watched as expired."""
         for key, clients in self.watched.items():
-            if key in self.data or (other is not None and key in other.data):
-                for client in clients:
-                    client.watch_dirty = True
+            here = key in self.data
+            there = other is not None and key in other.data
+            if not (here or there):
+                continue
+            for client in clients:
+                entry = (self, key)
+                if client.watching.get(entry):  # expired when WATCH ran
+                    if not there:
+                        client.watching[entry] = False
+                        continue
+                    if other is not None and other.is_expired(key):
+                        continue
+                elif not here and other is not None and other.is_expired(key):
+                    client.watching[entry] = True
+                    continue
+                client.watch_dirty = True
 
     def is_expired(self, key: bytes) -> bool:
         """Logically expired (deadline passed) but not yet deleted."""

@@ -25,6 +25,7 @@ from fakekey.core.faults import Faults
 from fakekey.core.field_expiry import expire_all_fields
 from fakekey.core.keyspace import Database
 from fakekey.core.latency import LatencyMonitor, threshold_ns
+from fakekey.core.loop_metrics import LoopMetrics
 from fakekey.core.monitor import (
     feed_monitors,
     feeds_monitor_after,
@@ -155,6 +156,9 @@ class ServerState:
         self.run_id = os.urandom(20).hex()
         self.replid = os.urandom(20).hex()  # INFO replication's master_replid
         self.active_expire = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cron's expiry off
+        # DEBUG's switches that outlive the command (commands/debug.py), by subcommand
+        self.debug_knobs: dict[str, int] = {}
+        self.loop_metrics = LoopMetrics()  # INFO's eventloop_* and instantaneous_* figures
         self.expiry = ActiveExpiry(self)  # the cron's expiry of keys and fields (core/expiry.py)
         self.reclaimer = Reclaimer(self)  # frees big values in slices (fakekey/memory/lazyfree.py)
         self.version = __version__
@@ -406,12 +410,16 @@ class ServerState:
         work while a backlog of expired keys remains (fakekey/core/expiry.py)."""
         if self.busy_script is not None:  # the busy script owns the data and the clock
             return
+        started = time.perf_counter()
         # keys do not expire while paused; a replica waits for its primary's DEL
-        if self.paused is None and self.active_expire and self.upstream is None:
+        if (self.paused is None and self.active_expire and self.upstream is None
+                and not self.debug_knobs.get("pause-cron")):  # DEBUG PAUSE-CRON 1 stops the cron
             self.expiry.cycle(fast)
         else:
             self.tick()
         self.blocking.serve()
+        if not fast:  # the cron's tick: a turn of the loop, and its samples (core/loop_metrics.py)
+            self.loop_metrics.tick(self, (time.perf_counter() - started) * 1e6)
 
     def latency_sample(self, event: str, ms: int) -> None:
         """LATENCY's monitor: an event that took `ms` (kept when past the threshold)."""

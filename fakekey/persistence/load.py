@@ -134,7 +134,8 @@ def _install_rdb(state: ServerState, path: str, contents: rdbfile.Contents, drop
     if not contents.checked:
         log.info("RDB file was saved with checksum disabled: no check performed.")
     skipped = f", empty keys skipped: {len(contents.empty_keys)}" if contents.empty_keys else ""
-    log.info("Done loading RDB, keys loaded: %d, keys expired: %d%s.", counts.loaded, counts.expired, skipped)
+    log.info("Done loading RDB, keys loaded: %d, keys expired: %d, all fields expired hashes: 0%s.",
+             counts.loaded, counts.expired, skipped)
     return counts
 
 
