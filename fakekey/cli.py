@@ -286,7 +286,9 @@ def build_server(directives: list[Directive]) -> Server:
             port = int(words[0])
         else:
             settings.append((name, words))
-    return Server(port=port, config=settings)
+    server = Server(port=port, config=settings)
+    server.owns_process = True  # its own process: the descriptor limit is its to raise, as Valkey
+    return server
 
 
 # --- daemonize ------------------------------------------------------------------------------

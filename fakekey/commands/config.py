@@ -80,7 +80,8 @@ def reset_statistics(state: ServerState) -> None:
     state.loop_metrics.reset()
     state.eviction_exceeded_us = state.eviction_exceeded_at = 0
     for stats in state.command_stats:
-        stats.reset()
+        if stats is not None:  # a command's counters are made at its first count
+            stats.reset()
 
 
 @command("config|rewrite", 2, CONFIG_ADMIN, acl="dangerous", since="2.8.0", tips=ALL_NODES,

@@ -274,8 +274,9 @@ _LINK_IDLE_MS = 10_000
 
 
 class _LocalLink(_Link):
-    """A link to a node of this process's cluster: its requests run on that node's state
-    directly, replies read back as from a socket (a socket would wait on this very loop)."""
+    """A link to a server on this server's own loop (a node of this process's cluster, an
+    in-process server): its requests run on that server's state directly, replies read
+    back as from a socket (a socket would wait on this very loop)."""
 
     def __init__(self, target: ServerState) -> None:  # no socket: _Link's __init__ is not run
         self.timeout = 0.0
@@ -284,6 +285,7 @@ class _LocalLink(_Link):
         self.last_use = 0
         self.target = target
         self.client = Client(target)
+        target.add_client(self.client)  # in its CLIENT LIST, as a connection would be
         self.parser = RequestParser()
 
     def send(self, data: bytes) -> None:
@@ -293,16 +295,23 @@ class _LocalLink(_Link):
             self.buffer += self.client.encoder.encode(reply)
 
     def close(self) -> None:
+        self.target.remove_client(self.client)
+
+
+def _local_peer(c: Client, host: bytes, port: bytes) -> ServerState | None:
+    """The server at host:port that runs on this server's own loop, if any: a node of
+    this process's cluster, or an in-process server sharing the loop (a socket to it
+    would wait on this very loop)."""
+    number = try_int(port)
+    if number is None:
         return None
-
-
-def _cluster_peer(c: Client, host: bytes, port: bytes) -> ServerState | None:
-    """The node of this process's cluster listening at host:port, if any."""
     view = c.state.cluster
-    if view is None or view.bus is None or try_int(port) is None:
-        return None
-    peer = view.bus.at(host.decode("latin-1"), int(port))
-    return None if peer is None else peer.state
+    if view is not None and view.bus is not None:
+        peer = view.bus.at(host.decode("latin-1"), number)
+        if peer is not None:
+            return peer.state
+    local = c.state.local_peer
+    return None if local is None else local(host.decode("latin-1"), number)
 
 
 def close_idle_links(state: ServerState, now: int) -> int:
@@ -326,7 +335,7 @@ def _link_for(c: Client, host: bytes, port: bytes, timeout: int) -> _Link:
     if link is None:
         if len(links) >= _LINKS_MAX:
             links.pop(random.choice(list(links))).close()
-        peer = _cluster_peer(c, host, port)
+        peer = _local_peer(c, host, port)
         link = _LocalLink(peer) if peer is not None else _Link(host, port, timeout)
         links[name] = link
     link.timeout = timeout / 1000

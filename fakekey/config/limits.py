@@ -1,7 +1,12 @@
 """maxclients and the process's file-descriptor limit, as Valkey's adjustOpenFilesLimit
 (server.c): every client needs a descriptor, and 32 more are kept for the server's own
 files. When the limit cannot be raised, maxclients is lowered to what it allows, so the
-client past it gets `max number of clients reached` instead of a failed accept."""
+client past it gets `max number of clients reached` instead of a failed accept.
+
+Only a server that owns its process does so (fakekey-server: `Server.owns_process`). A
+server embedded in someone else's process (a test's, by the hundred) leaves the process's
+limit and its log alone: the limit is the host's, shared by all it runs, so maxclients
+stays as set and CONFIG SET maxclients takes any value (`maxclients_applier`)."""
 
 from __future__ import annotations
 
@@ -70,7 +75,14 @@ def _raise_soft_limit(soft: int, hard: int, wanted: int) -> tuple[int, int]:
 
 
 def maxclients_applier(new: int, old: int) -> str | None:
-    """CONFIG SET maxclients: refused when the descriptor limit cannot make room for it."""
+    """CONFIG SET maxclients in an embedded server: taken as it is (the descriptor limit
+    is the host process's)."""
+    return None
+
+
+def owned_maxclients_applier(new: int, old: int) -> str | None:
+    """CONFIG SET maxclients in fakekey-server's own process: refused when the descriptor
+    limit cannot make room for it, as Valkey."""
     try:
         allowed = adjust_open_files_limit(new)
     except TooFewDescriptors:  # Valkey exits here; a running fakekey refuses instead

@@ -95,6 +95,8 @@ class ActiveExpiry:
         for _ in range(visits):
             db = dbs[self.next_db % len(dbs)]
             self.next_db += 1
+            if not (db.expires or db.field_ttl_keys):
+                continue  # nothing to sample (most databases of an idle server): no steps
             looked, gone = self._expire_keys(db, now, effort, deadline)
             sampled += looked
             expired += gone

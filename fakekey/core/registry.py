@@ -250,9 +250,11 @@ class Registry:
     def all(self) -> Iterable[Command]:
         return self.commands.values()
 
-    def new_stats(self) -> list[CommandStats]:
-        """A server's counters, one per command and subcommand, by `Command.index`."""
-        return [CommandStats() for _ in range(self.size)]
+    def new_stats(self) -> list[CommandStats | None]:
+        """A server's table of counters, a place per command and subcommand by
+        `Command.index`: None until the server first counts that command
+        (ServerState.stats_of). A new server makes one list, not four hundred objects."""
+        return [None] * self.size
 
     def view(self) -> Registry:
         """A server's own table of the same commands (shared, not copied), which it may

@@ -97,8 +97,9 @@ class ServerState:
         self.registry = registry if self.emq_enabled else registry.without_modules()
         # the commands by name as clients send them (any case): filled by lookups
         self._by_exact_name: dict[bytes, Command] = {}
-        # INFO commandstats' counters, by Command.index
-        self.command_stats: list[CommandStats] = self.registry.new_stats()
+        # INFO commandstats' counters, by Command.index, each made on its first count
+        # (`stats_of`): most servers run a few of the commands, a new one costs less
+        self.command_stats: list[CommandStats | None] = self.registry.new_stats()
         self.commands_processed = 0
         self.dbs = [Database(self, i) for i in range(self.config["databases"])]
         self.clients: dict[int, Client] = {}
@@ -183,6 +184,8 @@ class ServerState:
         # (REPLICAOF NO ONE) keeps as the secondary ones
         self.upstream: Upstream | None = None
         self.connect_upstream: Callable[[str, int, bool], Upstream] | None = None
+        # the server at (host, port) that runs on this server's own loop (net/loop_thread.py)
+        self.local_peer: Callable[[str, int], ServerState | None] | None = None
         self.replid2 = "0" * 40
         self.second_repl_offset = -1
         self.aof: AppendLog | None = None  # the append-only log while appendonly is on (persistence/aof.py)
@@ -337,8 +340,11 @@ class ServerState:
                 for name, version in self.modules()]
 
     def stats_of(self, cmd: Command) -> CommandStats:
-        """This server's counters of one command."""
-        return self.command_stats[cmd.index]
+        """This server's counters of one command (made at the first ask)."""
+        stats = self.command_stats[cmd.index]
+        if stats is None:
+            stats = self.command_stats[cmd.index] = CommandStats()
+        return stats
 
     def lookup(self, name: bytes) -> Command | None:
         """The command named `name` in any case (this server's commands: with its module
@@ -437,7 +443,7 @@ class ServerState:
         if cmd.subcommands and (len(argv) >= 2 or cmd.handler is None):
             # a container alone is an arity error; COMMAND alone runs COMMAND itself
             if len(argv) < 2:
-                self.command_stats[cmd.index].rejected_calls += 1  # counted on the container
+                self.stats_of(cmd).rejected_calls += 1  # counted on the container
                 return wrong_args(cmd.name)
             sub = cmd.subcommands.get(argv[1].lower())
             if sub is None:
@@ -446,7 +452,7 @@ class ServerState:
         arity = cmd.arity
         argc = len(argv)
         if (arity > 0 and argc != arity) or argc < -arity:
-            self.command_stats[cmd.index].rejected_calls += 1
+            self.stats_of(cmd).rejected_calls += 1
             return wrong_args(cmd.name)
         return cmd
 
@@ -462,14 +468,14 @@ class ServerState:
                 return self._reject(client, found, argv[0].lower() == b"exec")
             cmd = found
         if cmd.protected_by and not protected_allowed(self.config[cmd.protected_by], client):
-            self.command_stats[cmd.index].rejected_calls += 1  # before auth and ACL, as Valkey
+            self.stats_of(cmd).rejected_calls += 1  # before auth and ACL, as Valkey
             return self._reject(client, protected_refusal(cmd), cmd.name == "exec")
         if not client.authenticated and "no_auth" not in cmd.flags and self.users.auth_required():
             return self._reject(client, NOAUTH, cmd.name == "exec")
         if not client.acl_unrestricted:  # the one ACL test an unrestricted client pays
             refusal = self.users.check_call(client, cmd, argv)
             if refusal is not None:
-                self.command_stats[cmd.index].rejected_calls += 1
+                self.stats_of(cmd).rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
         if self.cluster is not None and (self.upstream is None or client is not self.upstream.client):
             # a slot another node serves: MOVED, ASK... (core/cluster.py); never for the
@@ -485,12 +491,12 @@ class ServerState:
         if self.maxmemory and self.busy_script is None and not self._ignores_maxmemory():
             refusal = refuses(self, client, cmd, argv)
             if refusal is not None:
-                self.command_stats[cmd.index].rejected_calls += 1
+                self.stats_of(cmd).rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
         if self.tracking is not None:  # tracking-table-max-keys, as Valkey's processCommand
             self.tracking.evict_to_limit(client)
         if self.too_few_replicas and is_write_command(client, cmd, argv):
-            self.command_stats[cmd.index].rejected_calls += 1
+            self.stats_of(cmd).rejected_calls += 1
             return self._reject(client, NOREPLICAS, cmd.name == "exec")
         if self.upstream is not None:  # a replica: READONLY, MASTERDOWN (core/upstream.py)
             refusal = self.upstream.refusal(self, client, cmd, argv)
@@ -506,7 +512,7 @@ class ServerState:
         if client.monitor:
             refusal = refuse_for_monitor(cmd)
             if refusal is not None:
-                self.command_stats[cmd.index].rejected_calls += 1
+                self.stats_of(cmd).rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
         busy = self.busy_script
         if busy is not None:
@@ -542,7 +548,7 @@ class ServerState:
     def _redirect(self, client: Client, cmd: Command, redirect: ReplyError) -> ReplyError:
         """A command another node serves: inside MULTI it dooms the transaction; EXEC
         itself discards it and answers the redirect (Valkey's processCommand)."""
-        self.command_stats[cmd.index].rejected_calls += 1
+        self.stats_of(cmd).rejected_calls += 1
         if cmd.name == "exec":
             end_transaction(client)
         elif client.in_multi:
@@ -586,6 +592,8 @@ class ServerState:
         # CLIENT NO-TOUCH: this client's reads leave access times alone, except TOUCH
         self.touch_keys = not client.no_touch or cmd.name == "touch"
         stats = self.command_stats[cmd.index]
+        if stats is None:  # its first run on this server
+            stats = self.stats_of(cmd)
         monitors = self.monitors
         if monitors and "skip_monitor" in cmd.flags:  # scripts are shown before they run
             feed_monitors(self, client, argv)

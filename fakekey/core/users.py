@@ -87,6 +87,21 @@ def every_command() -> Iterator[Command]:
         yield from cmd.subcommands.values()
 
 
+# every command's full name, as the registry last had them (its size then, the names):
+# every new server's default user starts with them all (+@all)
+_every_name: list[tuple[int, frozenset[str]]] = [(-1, frozenset())]
+
+
+def every_command_name() -> frozenset[str]:
+    """The full names of every command and subcommand declared, made again only when
+    the registry has grown (it is read-only once every family is loaded)."""
+    size, names = _every_name[0]
+    if size != REGISTRY.size:
+        names = frozenset(cmd.name for cmd in every_command())
+        _every_name[0] = (REGISTRY.size, names)
+    return names
+
+
 def commands_in_category(category: str) -> list[str]:
     """ACL CAT <category>: full names, built-ins only."""
     return [cmd.name for cmd in every_command() if not cmd.module and category in cmd.categories]
@@ -203,7 +218,7 @@ class Selector:
             raise RuleError(SYNTAX_ERROR)
 
     def _set_all_commands(self, allow: bool) -> None:
-        self.allowed = {cmd.name for cmd in every_command()} if allow else set()
+        self.allowed = set(every_command_name()) if allow else set()
         self.all_commands = self.future = allow
         self.rules = []
         self.first_args = {}

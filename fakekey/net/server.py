@@ -12,13 +12,13 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
 from typing import Any, Final
 
 from fakekey.commands.replication import follow
 from fakekey.config.directives import StartupRefused, startup_refusal
-from fakekey.config.limits import adjust_open_files_limit
+from fakekey.config.limits import adjust_open_files_limit, owned_maxclients_applier
 from fakekey.config.settings import Config, ConfigError, setting_error
 from fakekey.core.client import Client
 from fakekey.core.cluster import ClusterView, enable_cluster
@@ -40,6 +40,8 @@ from fakekey.modules.emq.timers import rearm_after_load
 from fakekey.net.cluster_bus import ClusterBus, bind_bus
 from fakekey.net.direct import DirectAccess
 from fakekey.net.faults import NEXT, NOT_TAKEN, ServerFaults, take_request
+from fakekey.net.loop_thread import gone_from, neighbour, serving_on, shared_loop_thread
+from fakekey.net.loop_thread import new_event_loop as new_event_loop  # the CLI's and Cluster's
 from fakekey.net.registry import server_commands
 from fakekey.net.replica_link import start_link, stop_link
 from fakekey.persistence.manager import Persistence
@@ -49,13 +51,6 @@ from fakekey.resp.replies import NO_REPLY, QUEUED, ReplyError
 # held as a constant: compiled code compares a reply with it without a dict lookup
 _NO_REPLY: Final = NO_REPLY
 
-new_event_loop: Callable[[], asyncio.AbstractEventLoop]
-try:  # uvloop where installed
-    import uvloop
-
-    new_event_loop = uvloop.new_event_loop
-except ImportError:  # pragma: no cover - uvloop is a dependency on Linux
-    new_event_loop = asyncio.new_event_loop
 
 def _is_blocked(client: Client) -> bool:
     # a function, not an inline test: inside run's loop the type checker takes `blocked` for
@@ -825,8 +820,9 @@ def new_state(config: Config | None = None) -> ServerState:
 
 
 class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
-    """A fakekey server: in a background thread (`start()`) or in the running loop
-    (`await start_async()`). Also a context manager.
+    """A fakekey server: on the background loop thread all of a process's servers share
+    (`start()`, net/loop_thread.py) or in the running loop (`await start_async()`). Also a
+    context manager.
 
     >>> with Server() as srv:
     ...     redis.Redis.from_url(srv.url).ping()
@@ -857,7 +853,11 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         self._tasks: list[asyncio.Task[Any]] = []
         self._fast_expiry_due = False  # a fast expiry cycle is scheduled
         self._cron_clients: deque[int] = deque()  # the client ids clients_cron visits next
-        self._stopped = threading.Event()
+        self._stopped = threading.Event()  # set once a server started by start() has stopped
+        self._stopping: asyncio.Task[None] | None = None
+        # fakekey-server's own process (cli.py): only then is the descriptor limit the
+        # server's to raise, as Valkey's (config/limits.py); an embedded server leaves it
+        self.owns_process = False
         self.faults = ServerFaults(self)  # FAKEKEY.FAULT from Python (net/faults.py, docs/faults.md)
         self.cluster_bus_wanted = True  # False for the nodes of a fakekey.Cluster (in-process bus)
         self.cluster_bus: ClusterBus | None = None  # cluster mode's bus to other processes
@@ -934,8 +934,9 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         state = self.state
         state.loop, state.loop_ident = self._loop, threading.get_ident()
         config = state.config
-        # as Valkey at start-up: maxclients fits the descriptor limit (may log, lower it)
-        config.values["maxclients"] = adjust_open_files_limit(config["maxclients"])
+        if self.owns_process:  # as Valkey at start-up: maxclients fits the descriptor limit (may log, lower it)
+            config.values["maxclients"] = adjust_open_files_limit(config["maxclients"])
+            config.appliers["maxclients"] = owned_maxclients_applier
         if state.persistence is None:  # the data on disk first, as Valkey (LoadError refuses)
             state.persistence = Persistence(state)
             state.persistence.load()
@@ -955,6 +956,9 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         config.appliers["port"] = self._apply_port
         config.appliers["bind"] = self._apply_bind
         state.connect_upstream = partial(start_link, state)  # REPLICAOF host port
+        # MIGRATE to a server on this same loop goes to its state, not through a socket
+        serving_on(self._loop, self.port, state)
+        state.local_peer = partial(neighbour, self._loop, self.host)
         if config["replicaof"]:  # a replica from the start (net/replica_link.py)
             host, port = config["replicaof"].rsplit(" ", 1)
             follow(state, host, int(port), at_startup=True)
@@ -1067,6 +1071,8 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         await self.cluster_bus.start()
 
     async def stop_async(self) -> None:
+        if self._loop is not None:
+            gone_from(self._loop, self.port, self.state)
         if self.cluster_bus is not None:
             await self.cluster_bus.stop()
             self.cluster_bus = None
@@ -1093,46 +1099,57 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         await self.stop_async()
 
     def start(self) -> Server:
-        """Start in a background thread with its own event loop; returns when listening."""
-        started = threading.Event()
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            loop = new_event_loop()
-            asyncio.set_event_loop(loop)
-            self._loop = loop
-            try:
-                loop.run_until_complete(self.start_async())
-            except BaseException as err:  # noqa: BLE001 - reported to the caller
-                failure.append(err)
-                started.set()
-                return
-            self.state.shutdown_requested = loop.create_future()
-            started.set()
-            loop.run_until_complete(self.state.shutdown_requested)
-            loop.run_until_complete(self.stop_async())
-            loop.close()
-            self._stopped.set()
-
-        self.loop_thread = threading.Thread(target=run, name=f"fakekey-{id(self)}", daemon=True)
-        self.loop_thread.start()
-        started.wait()
-        if failure:
-            raise failure[0]
+        """Start on the background loop every in-process server of the process shares
+        (net/loop_thread.py); returns when listening, or raises why it could not start."""
+        shared = shared_loop_thread()
+        if shared.is_current():
+            raise RuntimeError("Server.start() on the servers' own loop: await start_async()")
+        self._stopped.clear()
+        asyncio.run_coroutine_threadsafe(self._start_in_background(), shared.loop).result()
+        self.loop_thread = shared.thread
         return self
 
-    def stop(self) -> None:
-        loop = self._loop
-        if self.loop_thread is not None and loop is not None:
-            def finish() -> None:
-                fut = self.state.shutdown_requested
-                if fut is not None and not fut.done():
-                    fut.set_result(None)
+    async def _start_in_background(self) -> None:
+        try:
+            await self.start_async()
+        except BaseException:
+            for task in self._tasks:  # nothing of a server that did not start stays on the loop
+                task.cancel()
+            self._tasks.clear()
+            self.listeners.close_all()
+            raise
+        shutdown = self.state.shutdown_requested = asyncio.get_running_loop().create_future()
+        shutdown.add_done_callback(self._shutdown_requested)
 
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(finish)
-            self.loop_thread.join(10)
-            self.loop_thread = None
+    def _shutdown_requested(self, _: object) -> None:
+        """SHUTDOWN, or stop(): this server stops; the loop goes on for the others."""
+        loop = self._loop
+        assert loop is not None
+        self._stopping = loop.create_task(self._stop_in_background())  # held: the loop holds tasks weakly
+
+    async def _stop_in_background(self) -> None:
+        try:
+            await self.stop_async()
+        finally:
+            self._stopped.set()
+
+    def stop(self) -> None:
+        """Stop serving; returns once stopped. On the loop's own thread (a finalizer the
+        collector ran there) it only asks: waiting there would hold the loop."""
+        loop, thread = self._loop, self.loop_thread
+        if loop is None or thread is None:
+            return
+        self.loop_thread = None
+        if not thread.is_alive():  # a forked child's copy: the loop runs in the parent only
+            return
+        loop.call_soon_threadsafe(self._ask_shutdown)
+        if threading.get_ident() != thread.ident:
+            self._stopped.wait(10)
+
+    def _ask_shutdown(self) -> None:
+        future = self.state.shutdown_requested
+        if future is not None and not future.done():
+            future.set_result(None)
 
     def __enter__(self) -> Server:
         return self.start()

@@ -293,6 +293,9 @@ class Harness:
     def stop(self) -> None:
         self.watcher.close()
         self.server.stop()
+        loop = self.server._loop
+        assert loop is not None
+        loop.set_exception_handler(None)  # the loop is every in-process server's: as it was
 
 
 @pytest.fixture(scope="module")

@@ -87,6 +87,9 @@ class Harness:
         self.hostile.close()
         self.watcher.close()
         self.server.stop()
+        loop = self.server._loop
+        assert loop is not None
+        loop.set_exception_handler(None)  # the loop is every in-process server's: as it was
 
 
 @pytest.fixture(scope="module")
