@@ -25,8 +25,12 @@ def reclaim_fields(db: Database, key: bytes, h: HashValue, now: int, limit: int 
         return 0
     due = h.expire_fields(now, limit)
     if due:
-        count_expired_fields(db.state, len(due))
+        state = db.state
+        count_expired_fields(state, len(due))
+        dirty = state.dirty
         db.written(key, "hexpired", "h")  # the funnel deletes an emptied hash (del)
+        if state.feed is not None:  # replicas and the AOF learn it as Valkey sends it: HDEL
+            state.feed.fields_expired(db.index, key, due, state.dirty - dirty, key not in db.data)
     return len(due)
 
 

@@ -507,6 +507,11 @@ class Recorder:
         else:
             self.group.append(command_record(db.index, state.now, argv))
 
+    def fields_expired(self, db: int, key: bytes, fields: list[bytes], dirtied: int,
+                       emptied: bool) -> None:
+        """Fields of a hash expired: fakekey's records replay the command (or the cron's
+        own step) that expired them under its clock, so nothing more to record."""
+
     def expired(self, db: int, key: bytes) -> None:
         """A key expired (or was evicted): its removal is logged where it happened."""
         self.group.append(expired_record(db, self.state.now, key))

@@ -109,6 +109,7 @@ class Propagation:
         self.depth = 0
         self.calls = 0  # commands run so far: a command that ran others is no leaf
         self.evictions_seen = 0
+        self.expiry_dirt = 0  # changes made by fields' expiry, not by the commands that ran
 
     # --- subscribing ------------------------------------------------------------------
 
@@ -139,6 +140,7 @@ class Propagation:
         mark = len(journal)
         ops_mark = len(self.ops)
         before = state.dirty
+        expiry_before = self.expiry_dirt
         seen = peek(client, cmd.name, argv)  # what a rewrite needs to know from before it ran
         self.calls += 1
         calls = self.calls
@@ -156,9 +158,11 @@ class Propagation:
         finally:
             self.depth -= 1
             leaf = self.calls == calls
-            if broke and leaf and state.dirty > before:  # a handler that broke half way
+            # what the command changed, not the fields that expired as it looked (HGET)
+            changed = state.dirty - before - (self.expiry_dirt - expiry_before) > 0
+            if broke and leaf and changed:  # a handler that broke half way
                 self.ops.extend(by_effect(state, journal[mark:]))
-            elif leaf and (state.dirty > before or cmd.name in ASKED) and cmd.name not in NOT_PROPAGATED \
+            elif leaf and (changed or cmd.name in ASKED) and cmd.name not in NOT_PROPAGATED \
                     and reply is not NO_REPLY and type(reply) is not ReplyError:
                 ops = self._ops_of(client, cmd, argv, reply, journal[mark:], seen)
                 self.ops.extend(not_yet_removed(ops, self.ops[ops_mark:]))
@@ -170,6 +174,19 @@ class Propagation:
             return self.inner.run(client, cmd, argv)
         aof = self.state.aof
         return cmd.handler(client, argv) if aof is None else aof.run(client, cmd, argv)
+
+    def fields_expired(self, db: int, key: bytes, fields: list[bytes], dirtied: int,
+                       emptied: bool) -> None:
+        """Fields of a hash expired (a command touched it, or the cron's step): HDEL of
+        them, and the hash's removal when that emptied it, as Valkey propagates them; the
+        changes they made are not the running command's."""
+        self.ops.append((db, [b"HDEL", key, *fields]))
+        if emptied:
+            lazy = self.state.config["lazyfree-lazy-expire"]
+            self.ops.append((db, [b"UNLINK" if lazy else b"DEL", key]))
+        self.expiry_dirt += dirtied
+        if not self.depth:
+            self._close_unit()
 
     def expired(self, db: int, key: bytes) -> None:
         """A key expired or was evicted: its removal, where it happened in the unit."""

@@ -304,8 +304,7 @@ HSETEX_REWRITTEN = frozenset({b"NX", b"XX", b"FNX", b"FXX", b"EX", b"PX", b"EXAT
 
 def rewrite_hsetex(c: Any, argv: list[bytes], reply: Any, seen: dict[bytes, int | None]) -> list[list[bytes]]:
     """A time already past: HDEL of the fields it deleted. Else, with a key or field
-    condition or a relative time, the command without its conditions and with PXAT;
-    before it, with KEEPTTL, HDEL of the fields it overwrote past their deadline."""
+    condition or a relative time, the command without its conditions and with PXAT."""
     if reply != 1:
         return []
     key = argv[1]
@@ -330,11 +329,7 @@ def rewrite_hsetex(c: Any, argv: list[bytes], reply: Any, seen: dict[bytes, int 
             else:
                 kept.append(option)
         out = [argv[0], key, *kept, *argv[at:]]
-    if any(option.upper() == b"KEEPTTL" for option in options):
-        due = [field for field in names if _due(seen, field, now)]
-        if due:
-            return [[b"HDEL", key, *due], out]
-    return [out]
+    return [out]  # fields it overwrote past their deadline went first, as HDEL (expiry)
 
 
 def rewrite_hgetex(c: Any, argv: list[bytes], reply: Any, seen: dict[bytes, int | None]) -> list[list[bytes]]:

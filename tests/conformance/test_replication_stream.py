@@ -414,3 +414,40 @@ def test_hsetex_keepttl_deletes_the_fields_it_overwrites_past_their_deadline(tar
                 "HDEL h a", "HSETEX h KEEPTTL FIELDS 3 a new c 4 a 5", "EXEC")
     finally:
         r2.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+def test_a_read_that_meets_expired_fields_is_not_propagated(target, stream, r2):
+    """HGET that meets an expired field is never propagated. Valkey hides the field and
+    leaves its deletion to active expiry; fakekey deletes it there and then, so it sends
+    the field's HDEL at once (with the hash's UNLINK when it was the last): the replica
+    holds what the primary holds (docs/differences.md)."""
+    assert r2.call("DEBUG", "SET-ACTIVE-EXPIRE", "0")[0] == "+"
+    try:
+        with target.raw(2) as writer:
+            writer.call("HSET", "h", "a", "1", "b", "2")
+            writer.call("HPEXPIRE", "h", "1", "FIELDS", "1", "a")
+            writer.call("HSET", "g", "x", "1")
+            writer.call("HPEXPIRE", "g", "1", "FIELDS", "1", "x")
+            writer.call("DEBUG", "SLEEP", "0.01")  # their millisecond passes
+            assert writer.call("HGET", "h", "a") == ("$", None)
+            assert writer.call("HGET", "g", "x") == ("$", None)
+            expected = ops("SELECT 0", "HSET h a 1 b 2", "HPEXPIREAT h <ms> FIELDS 1 a",
+                           "HSET g x 1", "HPEXPIREAT g <ms> FIELDS 1 x")
+            if target.is_fakekey:
+                expected += ops("HDEL h a", "MULTI", "HDEL g x", "UNLINK g", "EXEC")
+            assert stream.commands(writer) == expected
+    finally:
+        r2.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+def test_fields_expired_by_the_cron_go_as_hdel(target, stream):
+    """Active expiry of fields reaches the replicas (they expire none themselves)."""
+    with target.raw(2) as writer:
+        writer.call("HSET", "h", "a", "1", "b", "2")
+        writer.call("HPEXPIRE", "h", "1", "FIELDS", "1", "a")
+        deadline = time.monotonic() + 10
+        while writer.call("HLEN", "h") != (":", 1):  # the cron's step takes it
+            assert time.monotonic() < deadline, "the field never expired"
+            time.sleep(0.02)
+        assert stream.commands(writer) == ops(
+            "SELECT 0", "HSET h a 1 b 2", "HPEXPIREAT h <ms> FIELDS 1 a", "HDEL h a")
