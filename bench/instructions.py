@@ -62,6 +62,19 @@ WORKLOADS: dict[str, tuple[list[bytes], bytes]] = {
     "XADD": ([], encode("XADD", "s", "MAXLEN", "~", "1000", "*", "field", "value")),
     "EVALSHA_1CALL": ([encode("SCRIPT", "LOAD", SCRIPT_ONE_CALL)], encode("EVALSHA", SCRIPT_ONE_CALL_SHA, 1, "n")),
     "FCALL_1CALL": ([encode("FUNCTION", "LOAD", "REPLACE", LIBRARY)], encode("FCALL", "bench_incr", 1, "n")),
+    # small collections (10 elements, a compact encoding in Valkey)
+    "HGET10": ([encode("HSET", "h", *[x for i in range(10) for x in (f"field{i}", f"value{i}")])],
+               encode("HGET", "h", "field7")),
+    "HSET10": ([encode("HSET", "h", *[x for i in range(10) for x in (f"field{i}", f"value{i}")])],
+               encode("HSET", "h", "field7", "other")),
+    "SADD10": ([encode("SADD", "s", *[f"member{i}" for i in range(10)])], encode("SADD", "s", "member7")),
+    "SISMEMBER10": ([encode("SADD", "s", *[f"member{i}" for i in range(10)])],
+                    encode("SISMEMBER", "s", "member7")),
+    # a pair of commands, so that the list stays at 10 elements
+    "LPUSH_RPOP10": ([encode("RPUSH", "l", *[f"item{i}" for i in range(10)])],
+                     encode("LPUSH", "l", "item") + encode("RPOP", "l")),
+    "ZADD10": ([encode("ZADD", "z", *[x for i in range(10) for x in (i, f"member{i}")])],
+               encode("ZADD", "z", "7.5", "member7")),
 }
 
 

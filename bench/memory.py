@@ -7,7 +7,7 @@
     .venv/bin/python bench/memory.py --part leak --requests 100000 --trace  # where the growth is (slow)
 
 **size**: for each data set (small strings, fields of one hash, 10-field hashes, members of
-one sorted set), a fresh fakekey and a fresh valkey-server; the RSS of each (VmRSS from
+one sorted set, lists, sets and sorted sets of 10 elements, streams of 10 entries), a fresh fakekey and a fresh valkey-server; the RSS of each (VmRSS from
 /proc, fakekey's after a full `gc.collect()`) and Valkey's `used_memory` are read before
 and after the load, and the table gives the growth per element.
 
@@ -227,11 +227,40 @@ def _zset_members(n: int) -> Iterator[list[Any]]:
         yield args
 
 
+def _small_lists(n: int) -> Iterator[list[Any]]:
+    for i in range(n // 10):
+        yield ["RPUSH", b"l:%07d" % i, *[b"v:%08d" % (i * 10 + e) for e in range(10)]]
+
+
+def _small_sets(n: int) -> Iterator[list[Any]]:
+    for i in range(n // 10):
+        yield ["SADD", b"s:%07d" % i, *[b"m:%08d" % (i * 10 + e) for e in range(10)]]
+
+
+def _small_zsets(n: int) -> Iterator[list[Any]]:
+    for i in range(n // 10):
+        args: list[Any] = ["ZADD", b"z:%07d" % i]
+        for e in range(10):
+            args += [i * 10 + e, b"m:%08d" % (i * 10 + e)]
+        yield args
+
+
+def _small_streams(n: int) -> Iterator[list[Any]]:
+    # one field a entry, ids given (ms = the key's number) so that both servers hold the same
+    for i in range(n // 10):
+        for e in range(10):
+            yield ["XADD", b"x:%07d" % i, b"%d-%d" % (i + 1, e + 1), "f", b"v:%08d" % (i * 10 + e)]
+
+
 DATA_SETS = (
     DataSet("strings", "key", _strings, lambda n: n),
     DataSet("hash fields (1 hash)", "field", _hash_fields, lambda n: 1),
     DataSet("hashes of 10 fields", "field", _small_hashes, lambda n: n // 10),
     DataSet("zset members (1 zset)", "member", _zset_members, lambda n: 1),
+    DataSet("lists of 10 elements", "element", _small_lists, lambda n: n // 10),
+    DataSet("sets of 10 members", "member", _small_sets, lambda n: n // 10),
+    DataSet("zsets of 10 members", "member", _small_zsets, lambda n: n // 10),
+    DataSet("streams of 10 entries", "entry", _small_streams, lambda n: n // 10),
 )
 
 
@@ -280,11 +309,15 @@ def measure_size(data: DataSet, elements: int) -> SizeResult:
                       vk_used, vk_rss, fk_s, vk_s)
 
 
+def plural(unit: str) -> str:
+    return unit[:-1] + "ies" if unit.endswith("y") and unit[-2:-1] not in "aeiou" else unit + "s"
+
+
 def size_table(results: list[SizeResult]) -> str:
     harness = _load_harness()
     header = ("data set", "elements", "fk RSS B/el", "vk used B/el", "vk RSS B/el",
               "fk/vk used", "fk/vk RSS", "fk est B/el", "fk load s", "vk load s")
-    rows = [(r.data_set, f"{r.elements:,} {r.unit}s", f"{r.fk_rss:.1f}", f"{r.vk_used:.1f}",
+    rows = [(r.data_set, f"{r.elements:,} {plural(r.unit)}", f"{r.fk_rss:.1f}", f"{r.vk_used:.1f}",
              f"{r.vk_rss:.1f}", f"{r.fk_rss / r.vk_used:.2f}" if r.vk_used else "-",
              f"{r.fk_rss / r.vk_rss:.2f}" if r.vk_rss else "-", f"{r.fk_used:.1f}",
              f"{r.fk_load_s:.1f}", f"{r.vk_load_s:.1f}") for r in results]
@@ -695,7 +728,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--part", choices=("size", "leak", "both"), default="both")
     ap.add_argument("--elements", type=int, default=1_000_000, help="elements per data set (size)")
-    ap.add_argument("--data", default="", help="comma list of data-set numbers (1-4) to run (size)")
+    ap.add_argument("--data", default="", help="comma list of data-set numbers (1-8) to run (size)")
     ap.add_argument("--requests", "-n", type=int, default=1_000_000, help="requests of the leak check")
     ap.add_argument("--every", type=int, default=0, help="sample RSS every N requests (default requests/100)")
     ap.add_argument("--warmup", type=int, default=0, help="warm-up requests (default 20%% of --requests)")
@@ -712,7 +745,7 @@ def run_size(args: argparse.Namespace) -> list[SizeResult]:
     results = []
     for index in picked:
         data = DATA_SETS[index]
-        print(f"loading {args.elements:,} {data.unit}s: {data.name}", file=sys.stderr, flush=True)
+        print(f"loading {args.elements:,} {plural(data.unit)}: {data.name}", file=sys.stderr, flush=True)
         results.append(measure_size(data, args.elements))
     print(f"\nbytes per element ({args.elements:,} elements; RSS after a gc; fakekey RSS vs Valkey)")
     print(size_table(results))

@@ -233,11 +233,11 @@ def _content_digest(digest: int, kind: str, value: Any, now: int) -> int:
         for member in value:
             digest = xor(digest, member)
     elif kind == "zset":
-        for member, score in value.scores.items():
+        for member, score in value.mapping().items():
             digest = xor(digest, _pair_digest(member, score_text(score)))
     elif kind == "hash":
         ttls = value.ttls
-        for field, item in value.fields.items():
+        for field, item in value.mapping().items():
             if ttls and field in ttls and now > ttls[field]:
                 continue  # past its deadline: Valkey's iterator skips it
             digest = xor(digest, _pair_digest(field, item))

@@ -380,7 +380,7 @@ def collect(zs: ZSet, shape: gh.Shape, limit: int) -> list[Found]:
 def points_in_cell(zs: ZSet, cell: gh.Hash, shape: gh.Shape, found: list[Found], limit: int) -> None:
     """geoGetPointsInRange: scores in [min, max) of the cell, in set order."""
     low, high = gh.score_range(cell)
-    keys = zs.keys
+    keys = zs.sorted_keys()
     for score, member in keys.iter_from(keys.bisect((low, b""))):
         if not score < high:
             break

@@ -11,6 +11,7 @@ reclaims them at once. The server's cron reclaims the rest (fakekey/core/field_e
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -60,8 +61,8 @@ NO_FIELD, NOT_SET, CONDITION_FAILED, SET_OK, DELETED_NOW = -2, -1, 0, 1, 2
 
 def lookup_hash(c: Client, key: bytes) -> HashValue | None:
     """The hash at `key` (None if absent; WRONGTYPE if not a hash), due fields removed."""
-    h: HashValue | None = c.db.lookup_type(key, HashValue)  # typed: compiled, h.ttls is read natively
-    if h is not None and h.ttls and reclaim_fields(c.db, key, h, c.state.now):
+    h: HashValue | None = c.db.lookup_type(key, HashValue)  # typed: compiled, a native call
+    if h is not None and h.has_ttls() and reclaim_fields(c.db, key, h, c.state.now):
         return c.db.data.get(key)
     return h
 
@@ -179,7 +180,7 @@ def hmget(c: Client, argv: list[bytes]) -> Any:
          summary="Reads every field and value of a hash (a map in RESP3).")
 def hgetall(c: Client, argv: list[bytes]) -> Any:
     h = lookup_hash(c, argv[1])
-    return {} if h is None else dict(h.fields)
+    return {} if h is None else h.as_dict()
 
 
 @command("hkeys", 2, "readonly", keys=keys_range(1, flags="RO access"), acl="hash", group=G,
@@ -187,7 +188,7 @@ def hgetall(c: Client, argv: list[bytes]) -> Any:
          tips="nondeterministic_output_order", summary="Lists the fields of a hash.")
 def hkeys(c: Client, argv: list[bytes]) -> Any:
     h = lookup_hash(c, argv[1])
-    return [] if h is None else list(h.fields)
+    return [] if h is None else h.field_names()
 
 
 @command("hvals", 2, "readonly", keys=keys_range(1, flags="RO access"), acl="hash", group=G,
@@ -195,7 +196,7 @@ def hkeys(c: Client, argv: list[bytes]) -> Any:
          tips="nondeterministic_output_order", summary="Lists the values of a hash.")
 def hvals(c: Client, argv: list[bytes]) -> Any:
     h = lookup_hash(c, argv[1])
-    return [] if h is None else list(h.fields.values())
+    return [] if h is None else h.values()
 
 
 @command("hdel", -3, "write fast", keys=keys_range(1, flags="RW delete"), acl="hash", group=G,
@@ -306,7 +307,7 @@ def write_counter(c: Client, key: bytes, h: HashValue | None, field: bytes, valu
 def hrandfield(c: Client, argv: list[bytes]) -> Any:
     if len(argv) == 2:
         h = lookup_hash(c, argv[1])
-        return None if h is None else random.choice(list(h.fields))
+        return None if h is None else random.choice(h.field_names())
     count = parse_int(argv[2])
     if count == LLONG_MIN:
         raise COUNT_RANGE
@@ -322,10 +323,10 @@ def hrandfield(c: Client, argv: list[bytes]) -> Any:
         flat = withvalues and c.protocol == 2
         return repeated_picks(c, -count, lambda k: field_draws(h, withvalues, c.protocol, False)(k),
                               lambda: field_draws(h, withvalues, c.protocol, True), 2 if flat else 1)
-    return with_values(random_fields(h, count), h.fields, c.protocol) if withvalues else random_fields(h, count)
+    return with_values(random_fields(h, count), h.mapping(), c.protocol) if withvalues else random_fields(h, count)
 
 
-def with_values(fields: list[bytes], values: dict[bytes, bytes], protocol: int) -> list[Any]:
+def with_values(fields: list[bytes], values: Mapping[bytes, bytes], protocol: int) -> list[Any]:
     """Fields with their values: a flat array in RESP2, [field, value] pairs in RESP3."""
     if protocol == 3:
         return [[f, values[f]] for f in fields]
@@ -335,8 +336,8 @@ def with_values(fields: list[bytes], values: dict[bytes, bytes], protocol: int) 
 def field_draws(h: HashValue, withvalues: bool, protocol: int, snapshot: bool) -> PickChunk:
     """k random fields (repeats allowed), with their values if asked: from the hash as
     it is now when `snapshot` (a streamed reply), else from the live hash."""
-    fields = list(h.fields)
-    values = dict(h.fields) if snapshot and withvalues else h.fields
+    fields = h.field_names()
+    values = h.as_dict() if snapshot and withvalues else h.mapping() if withvalues else {}
     if not withvalues:
         return draws(fields)
     return lambda k: with_values(random.choices(fields, k=k), values, protocol)
@@ -346,9 +347,9 @@ def random_fields(h: HashValue, count: int) -> list[bytes]:
     """Distinct fields: all of them in order when count covers the hash, else a sample
     in hash order (as a listpack)."""
     if count >= len(h):
-        return list(h.fields)
+        return h.field_names()
     if count == 1:
-        return [random.choice(list(h.fields))]
+        return [random.choice(h.field_names())]
     return h.random_fields(count)
 
 
@@ -371,18 +372,17 @@ def hscan(c: Client, argv: list[bytes]) -> Any:
     if h.hashtable:
         order = h.scan_order
         if order is None or at_start(cursor, len(h)):
-            order = h.scan_order = hash_order(h.fields)
-        cursor, fields = bucket_page(order, cursor, len(h), options.count, h.fields.__contains__)
+            order = h.scan_order = hash_order(h.field_names())
+        cursor, fields = bucket_page(order, cursor, len(h), options.count, h.__contains__)
+        pairs = [(f, h.get(f) or b"") for f in fields]
     else:
-        cursor, fields = 0, list(h.fields)  # a listpack is answered in one go
-    if options.matches is not None:
-        fields = [f for f in fields if options.matches(f)]
+        cursor, pairs = 0, h.items()  # a listpack is answered in one go
+    matches = options.matches
+    if matches is not None:
+        pairs = [(f, v) for f, v in pairs if matches(f)]
     if options.novalues:
-        items = fields
-    else:
-        values = h.fields
-        items = [x for f in fields for x in (f, values[f])]
-    return [b"%d" % cursor, items]
+        return [b"%d" % cursor, [f for f, _ in pairs]]
+    return [b"%d" % cursor, [x for pair in pairs for x in pair]]
 
 
 # --- field expiry: shared parsing ----------------------------------------------------------

@@ -271,7 +271,7 @@ def every_element(value: Any) -> list[bytes]:
     if isinstance(value, SetValue):
         return list(value.ordered())
     if isinstance(value, ZSet):
-        return list(value.scores)  # Valkey walks the dict: an order of its own
+        return value.members()  # Valkey walks the dict: an order of its own
     return list(value)
 
 
@@ -439,7 +439,7 @@ def sort_generic(c: Client, argv: list[bytes], readonly: bool) -> Any:
         # a set's order is its own: sorted, so that scripts and replicas see the same
         opts.dontsort, opts.alpha, opts.by = False, True, None
     if isinstance(value, ZSet):
-        value.skiplist = True  # SORT converts a sorted set for good (zsetConvert)
+        value.to_skiplist()  # SORT converts a sorted set for good (zsetConvert)
     size = len(value)
     start, end = clamp_range(opts.offset, opts.count, size)
     if opts.dontsort and not isinstance(value, SetValue):

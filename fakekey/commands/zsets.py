@@ -249,10 +249,9 @@ def zadd_generic(c: Client, argv: list[bytes], flags: int) -> Any:
     newscore = 0.0
     nan = False
     if not flags:  # plain ZADD, the common case: no option to weigh per member
-        current_scores = zs.scores
         for i in range(len(members)):  # indexes: compiled, zip() is a generic call
             score, member = scores[i], members[i]
-            current = current_scores.get(member)
+            current = zs.score(member)
             if current is None:
                 zs.insert(member, score, limits)
                 added += 1
@@ -333,7 +332,7 @@ def zadd_single(c: Client, key: bytes, score: float, member: bytes) -> int:
     listpack_limits = None if zs.skiplist else ZLimits.of(c.state)
     if listpack_limits is not None:
         zs.grow_for(1, len(member), listpack_limits)
-    current = zs.scores.get(member)
+    current = zs.score(member)
     if current is None:
         zs.insert(member, score, listpack_limits)
         added = 1
@@ -470,7 +469,7 @@ def zrank_generic(c: Client, argv: list[bytes], reverse: bool) -> Any:
     rank = zs.rank(argv[2], reverse)
     if rank is None:
         return missing
-    return [rank, zs.scores[argv[2]]] if withscore else rank
+    return [rank, zs.score(argv[2])] if withscore else rank
 
 
 @command("zrank", -3, "readonly fast", keys=keys_range(1, flags="RO access"), acl=ACL,
@@ -850,14 +849,14 @@ class Source:
         if self.value is None:
             return ()
         if isinstance(self.value, ZSet):
-            return self.value.scores.items()
+            return self.value.items()
         return ((member, 1.0) for member in self.value)
 
     def find(self, member: bytes) -> float | None:
         if self.value is None:
             return None
         if isinstance(self.value, ZSet):
-            return self.value.scores.get(member)
+            return self.value.score(member)
         return 1.0 if member in self.value else None
 
 
@@ -1071,15 +1070,22 @@ def zintercard(c: Client, argv: list[bytes]) -> Any:
 # --- ZSCAN ---------------------------------------------------------------------------------
 
 
+def live_score(zs: ZSet, member: bytes) -> float:
+    """The score of a member known to be present."""
+    score = zs.score(member)
+    assert score is not None
+    return score
+
+
 def scan_page(zs: ZSet, cursor: int, count: int) -> tuple[int, list[bytes]]:
     """A skiplist-encoded set is visited a bucket at a time, `count` members or more a
     call (commands/scan.py). The order is fixed when an iteration starts (at bucket 0):
     members removed since are skipped, members added since may be missed, every other
     member comes at least once."""
     order = zs.scan_order
-    if order is None or at_start(cursor, len(zs.scores)):
-        order = zs.scan_order = hash_order(zs.scores)
-    return bucket_page(order, cursor, len(zs.scores), count, zs.scores.__contains__)
+    if order is None or at_start(cursor, len(zs)):
+        order = zs.scan_order = hash_order(zs.members())
+    return bucket_page(order, cursor, len(zs), count, zs.__contains__)
 
 
 @command("zscan", -3, "readonly", keys=_READ_KEY, acl=ACL, group=G, since="2.8.0",
@@ -1098,7 +1104,7 @@ def zscan(c: Client, argv: list[bytes]) -> Any:
     if zs.skiplist:
         # a skiplist's scan prints scores with %.17g; a listpack answers its stored text
         cursor, members = scan_page(zs, cursor, options.count)
-        pairs = [(m, b"%.17g" % zs.scores[m]) for m in members]
+        pairs = [(m, b"%.17g" % live_score(zs, m)) for m in members]
     else:
         cursor = 0
         pairs = [(m, format_double(s)) for m, s in zs.pairs()]

@@ -62,7 +62,7 @@ def list_size(value: Any, state: ServerState, samples: int) -> int:
 
 
 def hash_size(value: Any, samples: int) -> int:
-    fields = value.fields
+    fields = value.mapping()
     if not value.hashtable:
         return LISTPACK_HEADER + sum(_entry(f) + _entry(v) for f, v in fields.items())
     return HASHTABLE + _buckets(len(fields)) + _sampled(
@@ -77,7 +77,7 @@ def set_size(value: Any, samples: int) -> int:
 
 
 def zset_size(value: Any, samples: int) -> int:
-    scores = value.scores
+    scores = value.mapping()
     if not value.skiplist:
         return LISTPACK_HEADER + sum(_entry(m) + 10 for m in scores)
     return HASHTABLE + _buckets(len(scores)) + _sampled(

@@ -159,5 +159,5 @@ def keep_if_big(stack: list[Any], item: Any) -> None:
     if isinstance(item, CONTAINERS):
         if len(item) > BIG:
             stack.append(item)
-    elif hasattr(item, "TYPE_NAME") and not isinstance(item, type):  # a value in a flushed database
-        stack.append(item)
+    elif (hasattr(item, "TYPE_NAME") or hasattr(item, "HOLDS_ELEMENTS")) and not isinstance(item, type):
+        stack.append(item)  # a value in a flushed database, or the part of one holding its elements

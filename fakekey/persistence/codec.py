@@ -22,7 +22,7 @@ from fakekey.types.hash import HashValue
 from fakekey.types.list import ListValue
 from fakekey.types.set import SetValue
 from fakekey.types.stream import Consumer, Group, Nack, Node, StreamValue
-from fakekey.types.zset import SortedKeys, ZSet
+from fakekey.types.zset import ZSet
 
 _HEAD = struct.Struct("<II")
 _U32 = struct.Struct("<I")
@@ -193,7 +193,7 @@ def iter_encode_value(w: Writer, value: Any) -> Iterator[None]:
     elif kind is SetValue:
         w.u8(T_SET)
         w.u8(_SET_ENCODINGS.index(value.enc))
-        members = list(value._seq)  # insertion order: what listpack/hashtable iterate
+        members = value.ordered()  # what the encoding iterates
         w.u64(len(members))
         for i, member in enumerate(members):
             w.blob(member)
@@ -202,8 +202,8 @@ def iter_encode_value(w: Writer, value: Any) -> Iterator[None]:
     elif kind is ZSet:
         w.u8(T_ZSET)
         w.u8(1 if value.skiplist else 0)
-        w.u64(len(value.scores))
-        for i, (member, score) in enumerate(value.scores.items()):
+        w.u64(len(value))
+        for i, (member, score) in enumerate(value.mapping().items()):
             w.blob(member)
             w.f64(score)
             if i % STEP == STEP - 1:
@@ -211,9 +211,9 @@ def iter_encode_value(w: Writer, value: Any) -> Iterator[None]:
     elif kind is HashValue:
         w.u8(T_HASH)
         w.u8(1 if value.hashtable else 0)
-        w.u64(len(value.fields))
+        w.u64(len(value))
         ttls = value.ttls
-        for i, (field, data) in enumerate(value.fields.items()):
+        for i, (field, data) in enumerate(value.mapping().items()):
             w.blob(field)
             w.blob(data)
             w.i64(ttls.get(field, -1))
@@ -296,8 +296,7 @@ def decode_value(r: Reader) -> Any:
         for _ in range(r.count()):
             member = r.blob()
             scores[member] = r.f64()
-        z.scores = scores
-        z.keys = SortedKeys(sorted((score, member) for member, score in scores.items()))
+        z.load(list(scores.items()))
         return z
     if tag == T_HASH:
         return _decode_hash(r)
@@ -308,14 +307,14 @@ def decode_value(r: Reader) -> Any:
 
 def _decode_hash(r: Reader) -> HashValue:
     h = HashValue()
-    h.hashtable = bool(r.u8())
+    if r.u8():
+        h.to_hashtable()
     for _ in range(r.count()):
         field = r.blob()
-        h.fields[field] = r.blob()
+        h.set(field, r.blob())
         ttl = r.i64()
         if ttl >= 0:
-            h.ttls[field] = ttl
-    h.rebuild_deadlines()
+            h.set_ttl(field, ttl)
     return h
 
 

@@ -54,7 +54,7 @@ from fakekey.types.stream import (
     StreamValue,
 )
 from fakekey.types.value import Settings
-from fakekey.types.zset import SortedKeys, ZSet
+from fakekey.types.zset import ZSet
 
 RDB_VERSION = 80
 FOREIGN_MIN, FOREIGN_MAX = 12, 79
@@ -584,12 +584,12 @@ def _write_zset(value: ZSet, limits: Limits, out: list[bytes]) -> Iterator[None]
     c = limits.compression
     if not value.skiplist:
         entries: list[bytes] = []
-        for score, member in value.keys:
+        for score, member in value.sorted_keys():
             entries.append(lp_entry(member))
             entries.append(lp_entry(format_double(score)))  # -0 only from a loaded "-0" entry
         out.append(_string(listpack(entries, len(entries)), c))
         return
-    keys = list(value.keys)
+    keys = list(value.sorted_keys())
     out.append(_len(len(keys)))
     pack = struct.Struct("<d").pack
     for done, (score, member) in enumerate(reversed(keys), 1):  # greatest first, as Valkey
@@ -601,12 +601,12 @@ def _write_zset(value: ZSet, limits: Limits, out: list[bytes]) -> Iterator[None]
 def _write_hash(value: HashValue, limits: Limits, out: list[bytes]) -> Iterator[None]:
     c = limits.compression
     if not value.hashtable:
-        items = [part for pair in value.fields.items() for part in pair]
+        items = [part for pair in value.items() for part in pair]
         out.append(_string(listpack_of(items), c))
         return
     ttls = value.ttls
-    out.append(_len(len(value.fields)))
-    for done, (field, data) in enumerate(value.fields.items(), 1):
+    out.append(_len(len(value)))
+    for done, (field, data) in enumerate(value.mapping().items(), 1):
         out += [_string(field, c), _string(data, c)]
         if ttls:
             out.append(_ms(ttls.get(field, _NO_EXPIRY)))
@@ -931,9 +931,7 @@ def _zset_from(pairs: list[tuple[bytes, float]], skiplist: bool, as_read: bool =
         if member in scores:
             raise FormatError("duplicate zset member")
         scores[member] = score if as_read else value._stored(score)
-    keys = sorted(zip(scores.values(), scores))
-    value.keys = SortedKeys(keys)
-    value.scores = scores
+    value.load(list(scores.items()))
     return value
 
 
@@ -981,14 +979,16 @@ def _hash_from(items: list[bytes], limits: Limits) -> HashValue:
         if not value.set(items[i], items[i + 1]):
             raise FormatError("duplicate hash field")
     _nonempty(len(value))
-    value.hashtable = len(value) > limits.hash_entries
+    if len(value) > limits.hash_entries:
+        value.to_hashtable()
     return value
 
 
 def _load_hash(reader: Reader, limits: Limits, with_ttls: bool) -> HashValue:
     count = _nonempty(reader.length())
     value = HashValue()
-    value.hashtable = with_ttls or count > limits.hash_entries
+    if with_ttls or count > limits.hash_entries:
+        value.to_hashtable()
     for _ in range(count):
         field = reader.string()
         data = reader.string()
@@ -998,7 +998,7 @@ def _load_hash(reader: Reader, limits: Limits, with_ttls: bool) -> HashValue:
         if not value.set(field, data):
             raise FormatError("duplicate hash field")
         if not value.hashtable and (len(field) > limits.hash_value or len(data) > limits.hash_value):
-            value.hashtable = True
+            value.to_hashtable()
         if expiry != _NO_EXPIRY:
             value.set_ttl(field, expiry)
     return value
@@ -1008,7 +1008,7 @@ def _load_hash_zipmap(reader: Reader, limits: Limits) -> HashValue:
     items = parse_zipmap(reader.string())
     value = _hash_from(items, limits)
     if any(len(item) > limits.hash_value for item in items):
-        value.hashtable = True
+        value.to_hashtable()
     return value
 
 

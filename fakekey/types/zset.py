@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from bisect import bisect_left, insort
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Final
+
+from fakekey.types.packed import LENGTH_BYTE, MAX_ITEM
 
 if TYPE_CHECKING:
     from fakekey.types.value import Configured
@@ -528,14 +531,24 @@ class ZLimits:
 
 
 class ZSet:
-    """A sorted set: member -> score, and the members in (score, member) order."""
+    """A sorted set: member -> score, and the members in (score, member) order.
+
+    Representation, known only here. A small listpack set is one packed `bytes`
+    (`_packed`): its members in (score, member) order, each as its score (a big-endian
+    double), a length byte and the member, scanned linearly as Valkey scans its listpack.
+    Otherwise a dict (`_scores`) and `SortedKeys` (`_keys`) hold them: once a skiplist, or
+    while still a listpack if it outgrows a linear scan (`PACKED_MAX_MEMBERS`, thresholds
+    raised by CONFIG) or holds a member too long for its length byte. Never back. Queries over a range read a `SortedKeys` view: the live one, or one decoded
+    from the packed bytes (a small set's few keys)."""
 
     TYPE_NAME = "zset"
-    __slots__ = ("scores", "keys", "skiplist", "scan_order")
+    __slots__ = ("_packed", "_count", "_scores", "_keys", "skiplist", "scan_order")
 
     def __init__(self, skiplist: bool = False) -> None:
-        self.scores: dict[bytes, float] = {}
-        self.keys = SortedKeys()
+        self._packed: bytes | None = None if skiplist else b""  # None: the dict form
+        self._count = 0  # the members in `_packed`
+        self._scores: dict[bytes, float] | None = {} if skiplist else None
+        self._keys: SortedKeys | None = SortedKeys() if skiplist else None
         self.skiplist = skiplist  # the encoding: listpack until converted, never back
         self.scan_order: list[bytes] | None = None  # ZSCAN's member order, per iteration
 
@@ -550,28 +563,99 @@ class ZSet:
         longest = max((len(m) for m, _ in pairs), default=0)
         zs = cls(skiplist=not limits.fit(len(pairs), longest))
         keys = sorted((zs._stored(score), member) for member, score in pairs)
-        zs.keys = SortedKeys(keys)
-        zs.scores = {member: score for score, member in keys}
+        zs.load([(member, score) for score, member in keys])
         return zs
 
+    def load(self, pairs: list[Pair]) -> None:
+        """The content of an empty set: (member, score) pairs of distinct members, in the
+        order its dict should keep (the packed form keeps the scores' order)."""
+        keys = sorted([(score, member) for member, score in pairs])
+        if self._packed is not None and self._packs(keys):
+            self._packed = _encode(keys)
+            self._count = len(keys)
+            return
+        self._to_dict_form()
+        self._keys = SortedKeys(keys)
+        self._scores = dict(pairs)
+
     def __len__(self) -> int:
-        return len(self.scores)
+        scores = self._scores
+        return self._count if scores is None else len(scores)
+
+    def __contains__(self, member: object) -> bool:
+        packed = self._packed
+        if packed is None:
+            scores = self._scores
+            return scores is not None and member in scores
+        return isinstance(member, bytes) and _find_member(packed, member) >= 0
 
     def copy(self) -> ZSet:
         clone = ZSet(self.skiplist)
-        clone.scores = dict(self.scores)
-        clone.keys = self.keys.copy()
+        clone._packed = self._packed  # immutable: shared
+        clone._count = self._count
+        scores, keys = self._scores, self._keys
+        clone._scores = None if scores is None else dict(scores)
+        clone._keys = None if keys is None else keys.copy()
         return clone
 
     def encoding(self, state: Configured | None = None) -> bytes:
         return b"skiplist" if self.skiplist else b"listpack"
+
+    def is_packed(self) -> bool:
+        """Whether the members are held in the packed form (tests)."""
+        return self._packed is not None
+
+    def members(self) -> list[bytes]:
+        """The members: in score order when packed, else in the dict's order (the one a
+        skiplist's dict is walked in)."""
+        scores = self._scores
+        if scores is None:
+            return [member for _, member in _decode(self._packed or b"")]
+        return list(scores)
+
+    def items(self) -> list[Pair]:
+        """(member, score) pairs, in the order `members` gives."""
+        scores = self._scores
+        if scores is None:
+            return [(member, score) for score, member in _decode(self._packed or b"")]
+        return list(scores.items())
+
+    def mapping(self) -> Mapping[bytes, float]:
+        """Member -> score to read at once: the live dict (no copy), or a new one from
+        the packed form; not to be kept across writes."""
+        scores = self._scores
+        return dict(self.items()) if scores is None else scores
+
+    def sorted_keys(self) -> SortedKeys:
+        """The (score, member) order to read: the live one, or a copy decoded from the
+        packed form; never to be changed."""
+        keys = self._keys
+        return SortedKeys(_decode(self._packed or b"")) if keys is None else keys
 
     # --- encoding ------------------------------------------------------------------------
 
     def grow_for(self, size_hint: int, longest: int, limits: ZLimits) -> None:
         """zsetTypeMaybeConvert: a listpack about to take this much becomes a skiplist."""
         if not self.skiplist and not limits.fit(size_hint, longest):
-            self.skiplist = True
+            self.to_skiplist()
+
+    def to_skiplist(self) -> None:
+        """Convert to the skiplist encoding (once; never back)."""
+        self.skiplist = True
+        self._to_dict_form()
+
+    def _to_dict_form(self) -> None:
+        packed = self._packed
+        if packed is not None:
+            keys = _decode(packed)
+            self._keys = SortedKeys(keys)
+            self._scores = {member: score for score, member in keys}
+            self._packed = None
+            self._count = 0
+
+    def _packs(self, keys: list[Key]) -> bool:
+        """Whether these keys fit the packed form."""
+        return len(keys) <= PACKED_MAX_MEMBERS and all(len(m) <= PACKED_MAX_ITEM for _, m in keys)
 
     def _stored(self, score: float) -> float:
         """The score as the encoding keeps it: a listpack stores -0 as the integer 0."""
@@ -582,48 +666,98 @@ class ZSet:
     # --- members -------------------------------------------------------------------------
 
     def score(self, member: bytes) -> float | None:
-        return self.scores.get(member)
+        packed = self._packed
+        if packed is None:
+            scores = self._scores
+            return None if scores is None else scores.get(member)
+        pos = _find_member(packed, member)
+        return None if pos < 0 else _score_at(packed, pos)
 
     def insert(self, member: bytes, score: float, limits: ZLimits | None) -> None:
         """Add a member that is not present (converting a listpack that outgrows itself);
         `limits` may be None once the set is a skiplist (it never converts back)."""
         if not self.skiplist:
             assert limits is not None
-            if not limits.fit(len(self.scores) + 1, len(member)):
-                self.skiplist = True
+            if not limits.fit(len(self) + 1, len(member)):
+                self.to_skiplist()
             elif score == 0:
                 score = 0.0  # a listpack stores -0 as the integer 0
-        self.scores[member] = score
-        self.keys.add((score, member))
+        packed = self._packed
+        if packed is not None:
+            if self._count < PACKED_MAX_MEMBERS and len(member) <= PACKED_MAX_ITEM:
+                self._packed = _inserted(packed, score, member)
+                self._count += 1
+                return
+            self._to_dict_form()
+        scores, keys = self._scores, self._keys
+        assert scores is not None and keys is not None
+        scores[member] = score
+        keys.add((score, member))
 
     def update(self, member: bytes, score: float) -> None:
         """Give a present member a new score."""
-        scores = self.scores
         if score == 0 and not self.skiplist:
             score = 0.0
-        self.keys.replace((scores[member], member), (score, member))
+        packed = self._packed
+        if packed is not None:
+            pos = _find_member(packed, member)
+            self._packed = _inserted(packed[:pos] + packed[pos + 9 + len(member):], score, member)
+            return
+        scores, keys = self._scores, self._keys
+        assert scores is not None and keys is not None
+        keys.replace((scores[member], member), (score, member))
         scores[member] = score
 
     def remove(self, member: bytes) -> bool:
-        score = self.scores.pop(member, None)
+        packed = self._packed
+        if packed is not None:
+            pos = _find_member(packed, member)
+            if pos < 0:
+                return False
+            self._packed = packed[:pos] + packed[pos + 9 + len(member):]
+            self._count -= 1
+            return True
+        scores, keys = self._scores, self._keys
+        assert scores is not None and keys is not None
+        score = scores.pop(member, None)
         if score is None:
             return False
-        self.keys.remove((score, member))
+        keys.remove((score, member))
         return True
 
     def rank(self, member: bytes, reverse: bool = False) -> int | None:
-        score = self.scores.get(member)
-        if score is None:
-            return None
-        pos = self.keys.index((score, member))
-        return len(self.scores) - 1 - pos if reverse else pos
+        packed = self._packed
+        if packed is not None:
+            pos = _rank_in(packed, member)
+            if pos is None:
+                return None
+        else:
+            scores, keys = self._scores, self._keys
+            assert scores is not None and keys is not None
+            score = scores.get(member)
+            if score is None:
+                return None
+            pos = keys.index((score, member))
+        return len(self) - 1 - pos if reverse else pos
 
     def pop(self, count: int, from_max: bool) -> list[Pair]:
         """Remove up to `count` members from the low (or high) end, in pop order."""
+        packed = self._packed
+        if packed is not None:
+            keys = _decode(packed)
+            take = min(count, len(keys))
+            if from_max:
+                taken, keys = keys[len(keys) - take:][::-1], keys[:len(keys) - take]
+            else:
+                taken, keys = keys[:take], keys[take:]
+            self._packed = _encode(keys)
+            self._count = len(keys)
+            return [(member, score) for score, member in taken]
         out: list[Pair] = []
-        keys, scores = self.keys, self.scores
+        sorted_keys, scores = self._keys, self._scores
+        assert sorted_keys is not None and scores is not None
         for _ in range(min(count, len(scores))):
-            score, member = keys.pop(-1 if from_max else 0)
+            score, member = sorted_keys.pop(-1 if from_max else 0)
             del scores[member]
             out.append((member, score))
         return out
@@ -631,31 +765,42 @@ class ZSet:
     def pairs(self, start: int = 0, stop: int | None = None, reverse: bool = False) -> list[Pair]:
         """(member, score) at positions [start, stop), forward or from stop-1 down."""
         if stop is None:
-            stop = len(self.scores)
-        return [(m, s) for s, m in self.keys.slice(start, stop, reverse)]
+            stop = len(self)
+        return [(m, s) for s, m in self.sorted_keys().slice(start, stop, reverse)]
 
     def delete_positions(self, start: int, stop: int) -> int:
         """Remove the members at positions [start, stop); answers how many."""
-        removed = self.keys.delete_range(start, stop)
-        scores = self.scores
-        for _, member in removed:
+        packed = self._packed
+        if packed is not None:
+            if start >= stop:
+                return 0
+            keys = _decode(packed)
+            removed = len(keys[start:stop])
+            del keys[start:stop]
+            self._packed = _encode(keys)
+            self._count = len(keys)
+            return removed
+        sorted_keys, scores = self._keys, self._scores
+        assert sorted_keys is not None and scores is not None
+        removed_keys = sorted_keys.delete_range(start, stop)
+        for _, member in removed_keys:
             del scores[member]
-        return len(removed)
+        return len(removed_keys)
 
     def random_pairs(self, count: int) -> list[Pair]:
         """`count` members picked independently (repeats possible), in pick order."""
-        size = len(self.scores)
-        at = self.keys.at
+        size = len(self)
+        at = self.sorted_keys().at
         picks = (at(random.randrange(size)) for _ in range(count))
         return [(m, s) for s, m in picks]
 
     def random_distinct(self, count: int) -> list[Pair]:
         """`count` < len distinct members: a listpack answers them in set order (Valkey's
         lpRandomPairsUnique), a skiplist in random order."""
-        positions = random.sample(range(len(self.scores)), count)
+        positions = random.sample(range(len(self)), count)
         if not self.skiplist:
             positions.sort()
-        at = self.keys.at
+        at = self.sorted_keys().at
         return [(m, s) for s, m in (at(p) for p in positions)]
 
     # --- ranges --------------------------------------------------------------------------
@@ -666,46 +811,43 @@ class ZSet:
         member). Score ranges are monotone, so a search answers the same."""
         return not self.skiplist and isinstance(rng, LexRange)
 
-    def _count_below(self, rng: Range) -> int:
+    def _count_below(self, keys: SortedKeys, rng: Range) -> int:
         """How many keys sort before the range's min (the search a skiplist does)."""
         if isinstance(rng, ScoreRange):
             key = rng.first_key()
-            return len(self.keys) if key is None else self.keys.bisect(key)
-        return self.keys.first_true(rng.gte_min)
+            return len(keys) if key is None else keys.bisect(key)
+        return keys.first_true(rng.gte_min)
 
-    def _count_through(self, rng: Range) -> int:
+    def _count_through(self, keys: SortedKeys, rng: Range) -> int:
         """How many keys sort before the first key beyond the range's max."""
         if isinstance(rng, ScoreRange):
             key = rng.past_key()
-            return len(self.keys) if key is None else self.keys.bisect(key)
-        return self.keys.first_true(lambda key: not rng.lte_max(key))
+            return len(keys) if key is None else keys.bisect(key)
+        return keys.first_true(lambda key: not rng.lte_max(key))
 
-    def _in_range_at_all(self, rng: Range) -> bool:
+    def _in_range_at_all(self, keys: SortedKeys, rng: Range) -> bool:
         """zslIsInRange/zzlIsInRange: not empty, the last key >= min, the first <= max."""
-        keys = self.keys
         return (
             len(keys) > 0 and not rng.empty()
             and rng.gte_min(keys.at(len(keys) - 1)) and rng.lte_max(keys.at(0))
         )
 
-    def first_in_range(self, rng: Range) -> int | None:
+    def _first_in_range(self, keys: SortedKeys, rng: Range) -> int | None:
         """Position of the first key in range (zzlFirstInRange / zslNthInRange(0))."""
-        if not self._in_range_at_all(rng):
+        if not self._in_range_at_all(keys, rng):
             return None
-        keys = self.keys
         if self._linear(rng):
             pos = next((i for i, key in enumerate(keys) if rng.gte_min(key)), len(keys))
         else:
-            pos = self._count_below(rng)
+            pos = self._count_below(keys, rng)
         if pos == len(keys) or not rng.lte_max(keys.at(pos)):
             return None
         return pos
 
-    def last_in_range(self, rng: Range) -> int | None:
+    def _last_in_range(self, keys: SortedKeys, rng: Range) -> int | None:
         """Position of the last key in range (zzlLastInRange / zslNthInRange(-1))."""
-        if not self._in_range_at_all(rng):
+        if not self._in_range_at_all(keys, rng):
             return None
-        keys = self.keys
         if self._linear(rng):
             pos = next(
                 (len(keys) - 1 - i for i, key in enumerate(keys.iter_from(len(keys) - 1, True))
@@ -713,29 +855,27 @@ class ZSet:
                 -1,
             )
         else:
-            pos = self._count_through(rng) - 1
+            pos = self._count_through(keys, rng) - 1
         if pos < 0 or not rng.gte_min(keys.at(pos)):
             return None
         return pos
 
-    def _nth_in_range(self, rng: Range, n: int) -> int | None:
+    def _nth_in_range(self, keys: SortedKeys, rng: Range, n: int) -> int | None:
         """zslNthInRange: the n-th key in range (a negative n counts from its end)."""
-        if not self._in_range_at_all(rng):
+        if not self._in_range_at_all(keys, rng):
             return None
-        keys = self.keys
         if n >= 0:
-            pos = self._count_below(rng) + n
+            pos = self._count_below(keys, rng) + n
             if pos >= len(keys) or not rng.lte_max(keys.at(pos)):
                 return None
         else:
-            pos = self._count_through(rng) + n
+            pos = self._count_through(keys, rng) + n
             if pos < 0 or not rng.gte_min(keys.at(pos)):
                 return None
         return pos
 
-    def score_positions(self, rng: ScoreRange) -> tuple[int, int]:
+    def _score_positions(self, keys: SortedKeys, rng: ScoreRange) -> tuple[int, int]:
         """(lo, hi): the keys within `rng` are at positions [lo, hi) (none when hi <= lo)."""
-        keys = self.keys
         first, past = rng.first_key(), rng.past_key()
         lo = len(keys) if first is None else keys.bisect(first)
         hi = len(keys) if past is None else keys.bisect(past)
@@ -748,29 +888,30 @@ class ZSet:
         offset counting from the far end of it. A negative limit means no limit."""
         if limit == 0 or (offset < 0 and not self.skiplist):
             return []
+        keys = self.sorted_keys()
         if offset >= 0:  # the common case: read from where the range starts (ends)
             first = rng.first_key()
             if first is None:
                 return []
             past = rng.past_key()
             if reverse:
-                found = self.keys.scan_down(past, first, offset, limit)
+                found = keys.scan_down(past, first, offset, limit)
             else:
-                found = self.keys.scan_up(first, past, offset, limit)
+                found = keys.scan_up(first, past, offset, limit)
             if found is not None:
                 return found
-        lo, hi = self.score_positions(rng)
+        lo, hi = self._score_positions(keys, rng)
         if hi <= lo:
             return []
         if reverse:
             start = hi - 1 - offset if offset >= 0 else lo - offset - 1
             if not lo <= start < hi:
                 return []
-            return self.keys.slice(lo if limit < 0 else max(lo, start - limit + 1), start + 1, True)
+            return keys.slice(lo if limit < 0 else max(lo, start - limit + 1), start + 1, True)
         start = lo + offset if offset >= 0 else hi + offset
         if not lo <= start < hi:
             return []
-        return self.keys.slice(start, hi if limit < 0 else min(hi, start + limit))
+        return keys.slice(start, hi if limit < 0 else min(hi, start + limit))
 
     def range_query(self, rng: Range, offset: int, limit: int, reverse: bool) -> list[Pair]:
         """ZRANGEBYSCORE/ZRANGEBYLEX with LIMIT as Valkey walks it. A listpack steps
@@ -779,19 +920,20 @@ class ZSet:
         counts from the far end of the range. A negative limit means no limit."""
         if isinstance(rng, ScoreRange):
             return [(key[1], key[0]) for key in self.range_by_score(rng, offset, limit, reverse)]
+        keys = self.sorted_keys()
         if self.skiplist:
-            start = self._nth_in_range(rng, -offset - 1 if reverse else offset)
+            start = self._nth_in_range(keys, rng, -offset - 1 if reverse else offset)
         else:
-            start = self.last_in_range(rng) if reverse else self.first_in_range(rng)
+            start = self._last_in_range(keys, rng) if reverse else self._first_in_range(keys, rng)
             if start is not None:
                 start = start - offset if reverse else start + offset
-                if offset < 0 or not 0 <= start < len(self.keys):
+                if offset < 0 or not 0 <= start < len(keys):
                     start = None
         if start is None or limit == 0:
             return []
         inside = rng.gte_min if reverse else rng.lte_max
         out: list[Pair] = []
-        for key in self.keys.iter_from(start, reverse):
+        for key in keys.iter_from(start, reverse):
             if not inside(key):
                 break
             out.append((key[1], key[0]))
@@ -801,32 +943,33 @@ class ZSet:
 
     def count_range(self, rng: Range) -> int:
         """ZCOUNT/ZLEXCOUNT."""
+        keys = self.sorted_keys()
         if isinstance(rng, ScoreRange):  # monotone: the two searches answer it
-            return max(0, self._count_through(rng) - self._count_below(rng))
+            return max(0, self._count_through(keys, rng) - self._count_below(keys, rng))
         if self._linear(rng):
-            first = self.first_in_range(rng)
+            first = self._first_in_range(keys, rng)
             if first is None:
                 return 0
             count = 0
-            for key in self.keys.iter_from(first):
+            for key in keys.iter_from(first):
                 if not rng.lte_max(key):
                     break
                 count += 1
             return count
-        first = self._nth_in_range(rng, 0)
+        first = self._nth_in_range(keys, rng, 0)
         if first is None:
             return 0
-        last = self._nth_in_range(rng, -1)
-        return (last if last is not None else len(self.keys) - 1) - first + 1
+        last = self._nth_in_range(keys, rng, -1)
+        return (last if last is not None else len(keys) - 1) - first + 1
 
     def delete_range(self, rng: Range) -> int:
         """ZREMRANGEBYSCORE/ZREMRANGEBYLEX: from the first key in range (a skiplist seeks
         it without the listpack's up-front checks), delete while keys stay <= max."""
-        keys = self.keys
+        keys = self.sorted_keys()
         if self.skiplist or not isinstance(rng, LexRange):
-            start = self._count_below(rng)
+            start = self._count_below(keys, rng)
         else:
-            first = self.first_in_range(rng)
+            first = self._first_in_range(keys, rng)
             if first is None:
                 return 0
             start = first
@@ -839,8 +982,89 @@ class ZSet:
 
     def check(self) -> None:
         """Assert the invariants between the dict and the order (for tests)."""
-        self.keys.check()
-        assert len(self.keys) == len(self.scores)
-        assert all(self.scores[m] == s for s, m in self.keys)
+        keys = self.sorted_keys()
+        keys.check()
+        pairs = self.items()
+        assert len(keys) == len(pairs) == len(self)
+        scores = dict(pairs)
+        assert all(scores[m] == s for s, m in keys)
         if not self.skiplist:
-            assert all(str(s) != "-0.0" for s in self.scores.values())
+            assert all(str(s) != "-0.0" for s in scores.values())
+        packed = self._packed
+        if packed is not None:
+            assert self._scores is None and self._keys is None and _decode(packed) == list(keys)
+
+
+# --- helpers of the packed form ---------------------------------------------------------------
+
+PACKED_MAX_MEMBERS: Final = 128
+PACKED_MAX_ITEM: Final = MAX_ITEM
+_LENGTH: Final = LENGTH_BYTE  # read per write: a Final name, not a module lookup
+_DOUBLE: Final = struct.Struct(">d")
+_pack_double: Final = _DOUBLE.pack
+_unpack_double: Final = _DOUBLE.unpack_from
+
+
+def _score_at(packed: bytes, pos: int) -> float:
+    """The score of the entry at `pos`: one unpack, the double as stored."""
+    score: float = _unpack_double(packed, pos)[0]
+    return score
+
+
+def _find_member(packed: bytes, member: bytes) -> int:
+    """Where the member's entry starts (its score), or -1."""
+    size = len(member)
+    last = member[size - 1] if size else 0
+    pos = 0
+    end = len(packed)
+    while pos < end:
+        length = packed[pos + 8]
+        if length == size and (size == 0 or packed[pos + 8 + size] == last) and \
+                packed[pos + 9:pos + 9 + size] == member:
+            return pos
+        pos += 9 + length
+    return -1
+
+
+def _rank_in(packed: bytes, member: bytes) -> int | None:
+    """The member's position in the order, or None."""
+    pos = _find_member(packed, member)
+    if pos < 0:
+        return None
+    rank = 0
+    at = 0
+    while at < pos:
+        at += 9 + packed[at + 8]
+        rank += 1
+    return rank
+
+
+def _inserted(packed: bytes, score: float, member: bytes) -> bytes:
+    """The packed set with (score, member) added in its place: after every key that
+    compares lower as a (score, member) tuple does (-0 equal to 0)."""
+    pos = 0
+    end = len(packed)
+    while pos < end:
+        length = packed[pos + 8]
+        here = _score_at(packed, pos)
+        if here > score or (here == score and packed[pos + 9:pos + 9 + length] > member):
+            break
+        pos += 9 + length
+    return b"".join((packed[:pos], _pack_double(score), _LENGTH[len(member)], member, packed[pos:]))
+
+
+def _decode(packed: bytes) -> list[Key]:
+    keys: list[Key] = []
+    pos = 0
+    end = len(packed)
+    while pos < end:
+        at = pos + 9 + packed[pos + 8]
+        keys.append((_score_at(packed, pos), packed[pos + 9:at]))
+        pos = at
+    return keys
+
+
+def _encode(keys: list[Key]) -> bytes:
+    length = _LENGTH
+    return b"".join([part for score, member in keys
+                     for part in (_pack_double(score), length[len(member)], member)])

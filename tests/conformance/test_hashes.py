@@ -1011,7 +1011,7 @@ def test_active_expiry_hook_reclaims_fields_and_keys():
     assert expire_fields_some(db, state.now + 10, 20) == (2, 0)
     assert expire_fields_some(db, state.now + 11, 20) == (2, 2)
     assert sorted(events) == [("g", "del", b"g"), ("h", "hexpired", b"g"), ("h", "hexpired", b"h")]
-    assert list(db.data) == [b"h"] and list(db.data[b"h"].fields) == [b"b"]
+    assert list(db.data) == [b"h"] and db.data[b"h"].field_names() == [b"b"]
     assert state.stats["expired_fields"] == 2
     # g went; h has no TTL left: met once more, then forgotten
     assert expire_fields_some(db, state.now + 1000, 20) == (1, 0)

@@ -35,6 +35,12 @@ EXPECTED_LAST = {
     "ZRANGEBYSCORE": b"*10\r\n",
     "EVALSHA_1CALL": b":6\r\n",
     "FCALL_1CALL": b":6\r\n",
+    "HGET10": b"$6\r\nvalue7\r\n",
+    "HSET10": b":0\r\n",
+    "SADD10": b":0\r\n",
+    "SISMEMBER10": b":1\r\n",
+    "LPUSH_RPOP10": b":11\r\n$5\r\nitem4\r\n",  # the 6th pair pops the 6th item from the right
+    "ZADD10": b":0\r\n",
 }
 
 

@@ -29,7 +29,7 @@ def rule(call: Call) -> bytes | None:
     meta = peek(call, call.key(b"meta"))
     if type(meta) is not HashValue:
         return None
-    return meta.fields.get(b"ring")
+    return meta.get(b"ring")
 
 
 def peek(call: Call, key: bytes) -> object:

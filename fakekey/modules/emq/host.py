@@ -65,7 +65,7 @@ def int_field(h: HashValue | None, field: bytes, default: int = 0) -> int:
     """An integer field (`default` when absent); EMQHOST when it holds anything else."""
     if h is None:
         return default
-    raw = h.fields.get(field)
+    raw = h.get(field)
     if raw is None:
         return default
     value = word_int(raw)
@@ -80,8 +80,9 @@ def due_members(zs: ZSet | None, now: int, limit: int) -> list[bytes]:
     for M members taken, however large `limit` is."""
     if zs is None:
         return []
-    stop = min(limit, zs.keys.first_true(lambda key: key[0] > now))
-    return [member for _, member in zs.keys.slice(0, stop)]
+    keys = zs.sorted_keys()
+    stop = min(limit, keys.first_true(lambda key: key[0] > now))
+    return [member for _, member in keys.slice(0, stop)]
 
 
 def swept_rows(call: Call, due: list[bytes], lane_refusal: Callable[[bytes], ReplyError],
@@ -106,13 +107,13 @@ def swept_rows(call: Call, due: list[bytes], lane_refusal: Callable[[bytes], Rep
 
 def head_member(zs: ZSet | None) -> bytes | None:
     """The member ZPOPMIN would pop (ZRANGE key 0 0)."""
-    if zs is None or not zs.scores:
+    if zs is None or not zs:
         return None
-    return zs.keys.at(0)[1]
+    return zs.pairs(0, 1)[0][0]
 
 
 def in_zset(zs: ZSet | None, member: bytes) -> bool:
-    return zs is not None and member in zs.scores
+    return zs is not None and member in zs
 
 
 # --- writes --------------------------------------------------------------------------------
@@ -127,7 +128,7 @@ def hset(call: Call, key: bytes, h: HashValue | None, *pairs: bytes) -> HashValu
     """HSET key field value [field value ...] on `h`, the hash read at `key`; answers the
     hash stored. The encoding converts as HSET's would: the pairs too many or an argument
     too long (before), or the hash grown past the entry limit (after)."""
-    created = h is None or not h.fields
+    created = h is None or not h
     if h is None or created:
         h = HashValue()
     for at in range(0, len(pairs), 2):
@@ -135,9 +136,9 @@ def hset(call: Call, key: bytes, h: HashValue | None, *pairs: bytes) -> HashValu
     if not h.hashtable:
         settings = call.settings
         entries = settings["hash-max-listpack-entries"]
-        if (len(h.fields) > entries or len(pairs) // 2 > entries
+        if (len(h) > entries or len(pairs) // 2 > entries
                 or max(map(len, pairs)) > settings["hash-max-listpack-value"]):
-            h.hashtable = True
+            h.to_hashtable()
     if created:
         call.db.set_value(key, h, event="hset", klass="h")
     else:
@@ -169,7 +170,7 @@ def write_counter(call: Call, key: bytes, h: HashValue | None, field: bytes, val
     """HINCRBY's write, for a caller that read the field (`int_field`) and added to it:
     the field holds `value` and keeps its TTL."""
     raw = b"%d" % value
-    created = h is None or not h.fields
+    created = h is None or not h
     if h is None or created:
         h = HashValue()
     h.set(field, raw, True)
@@ -201,12 +202,12 @@ def zset_limits(call: Call) -> ZLimits:
 def zadd(call: Call, key: bytes, zs: ZSet | None, member: bytes, score: int) -> ZSet:
     """ZADD key score member on `zs`, the sorted set read at `key`; answers the set stored."""
     limits = zset_limits(call)
-    if zs is None or not zs.scores:
+    if zs is None or not zs:
         zs = ZSet.create(1, len(member), limits)
         zs.insert(member, float(score), limits)
         call.db.set_value(key, zs, event="zadd", klass="z")
         return zs
-    current = zs.scores.get(member)
+    current = zs.score(member)
     if current is None:
         zs.insert(member, float(score), limits)
     elif current != score:
@@ -317,13 +318,13 @@ def exists(call: Call, key: bytes) -> bool:
 
 def is_lane_row(row: HashValue) -> bool:
     """A lane row carries its group; a flat row has none."""
-    return b"group" in row.fields
+    return b"group" in row
 
 
 def fence_matches(row: HashValue, fence: int) -> bool:
     """The row's fence equals the caller's, compared as integers; a missing or
     non-integer fence is stale."""
-    raw = row.fields.get(b"fence")
+    raw = row.get(b"fence")
     return raw is not None and word_int(raw) == fence
 
 

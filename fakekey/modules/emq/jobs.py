@@ -46,7 +46,7 @@ def active_lease(call: Call, fence: int, done: str) -> tuple[HashValue, ZSet, by
         raise NOT_ACTIVE
     if host.is_lane_row(row):
         raise lane_refusal(job_id, done)
-    if row.fields.get(b"state") != b"active":
+    if row.get(b"state") != b"active":
         raise NOT_ACTIVE
     active = host.read_zset(call, active_key)
     if active is None or not host.in_zset(active, job_id):
@@ -96,7 +96,7 @@ def lease_head(call: Call, lease_ms: int) -> list[Any]:
     pending_key, active_key = call.keys[0], call.keys[1]
     meta_key = call.key(b"meta")
     meta = host.read_hash(call, meta_key)
-    if meta is not None and b"paused" in meta.fields:
+    if meta is not None and b"paused" in meta:
         return []
     pending = host.read_zset(call, pending_key)
     job_id = host.head_member(pending)
@@ -114,7 +114,7 @@ def lease_head(call: Call, lease_ms: int) -> list[Any]:
     # the writes, every check passed; the reply's payload is the one read (the lease does
     # not change it). A job named `meta` is leased from meta itself (fence and attempts
     # are two fields of one hash then, as in the script).
-    payload = row.fields.get(b"payload")
+    payload = row.get(b"payload")
     host.zrem(call, pending_key, pending, job_id)
     host.write_counter(call, meta_key, meta, b"fence", fence)
     host.write_counter(call, row_key, row, b"attempts", attempts)

@@ -84,7 +84,7 @@ def gmove(call: Call) -> Any:
     row = host.read_hash(call, row_key)
     if row is None:
         return 0
-    old = row.fields.get(b"group")
+    old = row.get(b"group")
     if old is None:
         raise flat_row(job_id)
     if old == new:
@@ -119,11 +119,11 @@ def grepair(call: Call) -> Any:
     lanes.limit(group)
     active = host.read_zset(call, active_key)
     count = 0
-    for _, job_id in (active.keys if active is not None else ()):
+    for _, job_id in (active.sorted_keys() if active is not None else ()):
         row_key = call.key(job_id)
         call.may_read(row_key)
         row = host.read_hash(call, row_key)
-        if row is not None and row.fields.get(b"group") == group:
+        if row is not None and row.get(b"group") == group:
             count += 1
     lanes.check_keys([group], counts=False)
     gactive = host.read_hash(call, lanes.gactive)

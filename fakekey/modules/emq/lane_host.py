@@ -133,7 +133,7 @@ class Lanes:
     def limit(self, group: bytes) -> int | None:
         """HGET glimit group as an integer (None when absent; EMQHOST when not one)."""
         h = host.read_hash(self.call, self.glimit)
-        raw = None if h is None else h.fields.get(group)
+        raw = None if h is None else h.get(group)
         if raw is None:
             return None
         value = word_int(raw)

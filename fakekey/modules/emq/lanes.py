@@ -63,10 +63,10 @@ def lane_row_in(call: Call, state: bytes, set_key: bytes,
     row = host.read_hash(call, call.keys[0])
     if row is None:
         raise refusal
-    group = row.fields.get(b"group")
+    group = row.get(b"group")
     if group is None:
         raise flat_row(job_id)
-    if row.fields.get(b"state") != state:
+    if row.get(b"state") != state:
         raise refusal
     members = host.read_zset(call, set_key)
     if members is None or not host.in_zset(members, job_id):
@@ -79,7 +79,7 @@ def lane_lease(call: Call, token: int) -> tuple[HashValue, bytes, ZSet, bytes]:
     `active` (key 2), and its `attempts` is the caller's token (compared as text, as the
     script compares them). Answers the row, its group, active and the id."""
     row, group, active, job_id = lane_row_in(call, b"active", call.keys[1], NOT_ACTIVE)
-    if row.fields.get(b"attempts") != b"%d" % token:
+    if row.get(b"attempts") != b"%d" % token:
         raise STALE_FENCE
     return row, group, active, job_id
 
@@ -196,7 +196,7 @@ def gclaim(call: Call) -> Any:
     gactive = host.read_hash(call, lanes.gactive)
     host.hincrby(call, lanes.gactive, gactive, group, 1)
     turn(lanes, group)
-    return [job_id, row.fields.get(b"payload"), attempts, group]
+    return [job_id, row.get(b"payload"), attempts, group]
 
 
 def turn(lanes: Lanes, group: bytes) -> None:
@@ -295,7 +295,7 @@ def sweep_view(call: Call, lanes: Lanes, job_id: bytes) -> View | None:
     row = host.read_hash(call, row_key)
     if row is None:
         return None
-    group = row.fields.get(b"group")
+    group = row.get(b"group")
     view = View(group, host.int_field(row, b"priority"), host.int_field(row, b"stalls"),
                 b"restart" in row)
     if group is not None:
@@ -466,7 +466,7 @@ def gremove(call: Call) -> Any:
     row = host.read_hash(call, row_key)
     if row is None:
         return 0
-    group = row.fields.get(b"group")
+    group = row.get(b"group")
     if group is None:
         raise flat_row(job_id)
     lanes = Lanes.of(call, 4)

@@ -103,8 +103,8 @@ class QueueTimers:
         at: int | None = None
         for suffix in (b"schedule", b"active"):
             zs = db.data.get(timer.prefix + suffix)
-            if type(zs) is ZSet and zs.scores:
-                head = int(zs.keys.at(0)[0])
+            if type(zs) is ZSet and len(zs):
+                head = int(zs.pairs(0, 1)[0][1])
                 if at is None or head < at:
                     at = head
         if at is not None and timer.retry_at > at:
@@ -182,7 +182,7 @@ def settings_of(meta: HashValue | None) -> tuple[int, int, int] | None:
     """The timer settings meta holds (None when it holds none, or holds them spoilt)."""
     if meta is None:
         return None
-    raw = [meta.fields.get(name) for name in FIELDS]
+    raw = [meta.get(name) for name in FIELDS]
     values: list[int] = []
     for word, arg in zip(raw, SETTINGS, strict=True):
         if word is None:

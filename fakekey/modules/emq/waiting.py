@@ -48,7 +48,7 @@ def park(call: Call, key: bytes, paused: bool, timeout_ms: int) -> Any:
 
 def is_paused(call: Call) -> bool:
     meta = host.read_hash(call, call.key(b"meta"))
-    return meta is not None and b"paused" in meta.fields
+    return meta is not None and b"paused" in meta
 
 
 def write_meta(call: Call) -> None:
