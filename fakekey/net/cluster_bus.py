@@ -52,6 +52,7 @@ from fakekey.core.cluster_gossip import (
     Header,
     slot_bitmap,
 )
+from fakekey.net.sockets import listen_on
 
 if TYPE_CHECKING:
     from fakekey.core.cluster import ClusterNode, ClusterView
@@ -472,7 +473,6 @@ class ClusterBus:
             pubsub.spublish(channel, message)
 
 
-
 # --- the listening sockets ----------------------------------------------------------------------
 
 WILDCARDS = {"*": "0.0.0.0", "::*": "::"}
@@ -489,7 +489,7 @@ def bind_bus(bind: str, port: int) -> list[socket.socket]:
         for address in bind.split():
             host = WILDCARDS.get(address.lstrip("-"), address.lstrip("-"))
             try:
-                sockets.append(_listen(host, port))
+                sockets.append(listen_on(host, port))
             except OSError:
                 if not address.startswith("-"):
                     raise
@@ -500,17 +500,3 @@ def bind_bus(bind: str, port: int) -> list[socket.socket]:
     return sockets
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        sock.bind((host, port))
-        sock.listen(511)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock

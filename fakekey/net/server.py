@@ -44,6 +44,7 @@ from fakekey.net.loop_thread import gone_from, neighbour, serving_on, shared_loo
 from fakekey.net.loop_thread import new_event_loop as new_event_loop  # the CLI's and Cluster's
 from fakekey.net.registry import server_commands
 from fakekey.net.replica_link import start_link, stop_link
+from fakekey.net.sockets import listen_on
 from fakekey.persistence.manager import Persistence
 from fakekey.resp.parser import ProtocolError
 from fakekey.resp.replies import NO_REPLY, QUEUED, ReplyError
@@ -736,7 +737,7 @@ class Listeners:
                 if (host, port) in self.open:
                     continue
                 try:
-                    sock = _listen_on(host, port)
+                    sock = listen_on(host, port)
                 except OSError as err:
                     if address.startswith("-") and err.errno in _UNAVAILABLE:
                         continue  # an optional address the machine lacks: skipped, as Valkey
@@ -794,22 +795,6 @@ class Listeners:
 _WILDCARDS = {"*": "0.0.0.0", "::*": "::"}
 _UNAVAILABLE = {errno.ENOPROTOOPT, errno.EPROTONOSUPPORT, errno.ESOCKTNOSUPPORT, errno.EPFNOSUPPORT,
                 errno.EAFNOSUPPORT, errno.EADDRNOTAVAIL}
-
-
-def _listen_on(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6:
-            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-        sock.bind((host, port))
-        sock.listen(511)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 def new_state(config: Config | None = None) -> ServerState:

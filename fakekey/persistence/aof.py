@@ -276,6 +276,23 @@ def _atol(text: bytes) -> int:
         return 0
 
 
+def run_as_log_client(state: ServerState, client: Any, cmd: Any, argv: list[bytes]) -> bool:
+    """One command of a log, run as Valkey's AOF client runs it: never blocked, its
+    reads not counted as a client's. False when it answered an error."""
+    client.cmd = cmd
+    state.current_client = client
+    state.touch_keys = True
+    state.deny_blocking = True
+    try:
+        cmd.handler(client, argv)
+        return True
+    except ReplyError:
+        return False
+    finally:
+        state.deny_blocking = False
+        state.current_client = None
+
+
 class CommandReplayer:
     """Runs an AOF's commands as Valkey's AOF client: any command, never blocked, no
     reply; a transaction's commands at its EXEC."""
@@ -316,19 +333,9 @@ class CommandReplayer:
                 return
             raise LoadError(f"Unknown command '{argv[0].decode('utf-8', 'replace')}' reading "
                             f"the append only file {name}")
-        client = self.client
-        client.cmd = cmd
         state.tick()
-        state.current_client = client
-        state.touch_keys = True
-        state.deny_blocking = True
-        try:
-            cmd.handler(client, argv)
-        except ReplyError:
+        if not run_as_log_client(state, self.client, cmd, argv):
             self.errors += 1
-        finally:
-            state.deny_blocking = False
-            state.current_client = None
 
 
 # --- Valkey's AOF: a base of commands (aof-use-rdb-preamble no) -----------------------------------
@@ -602,17 +609,8 @@ class Replayer:
         cmd = state.lookup_command(argv)
         if isinstance(cmd, ReplyError) or cmd.handler is None:
             raise CorruptData(f"unknown command in the log: {argv[0]!r}")
-        client.cmd = cmd
-        state.current_client = client
-        state.touch_keys = True
-        state.deny_blocking = True
-        try:
-            cmd.handler(client, argv)
-        except ReplyError:
+        if not run_as_log_client(state, client, cmd, argv):
             self.errors += 1
-        finally:
-            state.deny_blocking = False
-            state.current_client = None
 
 
 def truncate_tail(path: str, offset: int) -> None:
