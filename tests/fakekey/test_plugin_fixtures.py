@@ -17,7 +17,7 @@ INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
 
 @pytest.fixture(autouse=True)
-def user_project(pytester, monkeypatch):
+def user_project(pytester, monkeypatch, earlier_garbage_collected):
     """A user's project: no target from outside; its ini sets pytest-asyncio's loop scope."""
     monkeypatch.delenv("FAKEKEY_TARGET", raising=False)
     pytester.makeini(INI)

@@ -33,7 +33,7 @@ class TestInOneClass:
 
 
 @pytest.fixture(autouse=True)
-def user_project(monkeypatch):
+def user_project(monkeypatch, earlier_garbage_collected):
     monkeypatch.delenv("FAKEKEY_TARGET", raising=False)
 
 
