@@ -477,8 +477,12 @@ _NEGATABLE = {b"id", b"type", b"user", b"addr", b"laddr", b"flags", b"ip", b"lib
 
 
 def parse_filters(c: Client, args: list[bytes], skipme: bool) -> Selector:
-    """Option/value pairs (ID takes several values) into a Selector."""
+    """Option/value pairs (ID takes several values) into a Selector. As Valkey, each filter
+    (and each NOT- filter) holds one value, the last one given, every one still checked;
+    the ids of repeated ID (or NOT-ID) filters add up."""
     selector = Selector(skipme)
+    tests: dict[tuple[bool, bytes], Predicate] = {}
+    ids: dict[bool, set[int]] = {}
     i = 0
     while i < len(args):
         option = args[i].lower()
@@ -488,19 +492,20 @@ def parse_filters(c: Client, args: list[bytes], skipme: bool) -> Selector:
         if i + 1 >= len(args):
             raise SYNTAX
         if option == b"id":
-            ids, i = parse_ids(args, i + 1)
-            test = _id_in(ids)
+            more, i = parse_ids(args, i + 1)
+            ids.setdefault(negated, set()).update(more)
+            tests[(negated, option)] = _id_in(ids[negated])
         elif option == b"skipme" and not negated:
             answer = args[i + 1].lower()
             if answer not in (b"yes", b"no"):
                 raise SYNTAX
             selector.skipme = answer == b"yes"
             i += 2
-            continue
         else:
-            test = value_test(c, option, args[i + 1], negated)
+            tests[(negated, option)] = value_test(c, option, args[i + 1], negated)
             i += 2
-        selector.predicates.append(_negation(test) if negated else test)
+    selector.predicates = [_negation(test) if negated else test
+                           for (negated, _), test in tests.items()]
     return selector
 
 

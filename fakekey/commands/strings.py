@@ -391,18 +391,9 @@ def msetex(c: Client, argv: list[bytes]) -> Any:
             db.set_expire(key, deadline)
             if c.state.notify_flags:
                 c.state.notify(db, "g", "expire", key)
-    if deadline is not None and deadline <= c.state.now:
-        _expire_written(c, keys)
+    # a deadline already past is stored as given, as Valkey 9.1.2 does (unlike SET): the
+    # keys go at their next access or in the active expiry
     return 1
-
-
-def _expire_written(c: Client, keys: list[bytes]) -> None:
-    """MSETEX with a deadline already past: the keys go at once, notified as expired
-    (Valkey does not count these in expired_keys)."""
-    db = c.db
-    for key in dict.fromkeys(keys):
-        if db.delete(key, event=None) and c.state.notify_flags:
-            c.state.notify(db, "x", "expired", key)
 
 
 # --- counters ----------------------------------------------------------------------------

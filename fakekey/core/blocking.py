@@ -59,7 +59,7 @@ class Waiter:
         self.wake_on_delete = wake_on_delete
         self.seq = 0
         self.active = True
-        self.busy_ns = 0  # time spent running the command on wake-ups that blocked again
+        self.busy_ns = 0  # time spent running the command on the runs that blocked
 
     holds_output = False  # a blocked client's pub/sub messages go out as they come
 
@@ -115,16 +115,27 @@ class Blocking:
         self.state.commands_processed -= 1
         client.total_commands -= 1
 
+    def hold_time(self, client: Client, stats: Any, elapsed_ns: int) -> None:
+        """A run that blocked: its time waits for the command's completion; a wait that is
+        no Waiter counts it now."""
+        waiter = client.blocked
+        if isinstance(waiter, Waiter):
+            waiter.busy_ns += elapsed_ns
+        else:
+            stats.ns += elapsed_ns
+
     def _count_completion(self, waiter: Waiter, elapsed_ns: int, ran: bool) -> None:
         """The blocking command completed: one call, with the time its runs took (`ran`:
-        the last run already counted its call in run_command)."""
+        the last run already counted its call and its own time in run_command)."""
         cmd = waiter.cmd
         state = self.state
-        if not ran:  # run_command timed every run; this is the time answering the end
+        if ran:
+            state.stats_of(cmd).ns += waiter.busy_ns
+        else:  # the runs that blocked, and the time answering the end
             stats = state.stats_of(cmd)
             stats.calls += 1
             state.commands_processed += 1
-            stats.ns += elapsed_ns
+            stats.ns += waiter.busy_ns + elapsed_ns
             if waiter.busy_ns + elapsed_ns >= state.slow_ns:  # the slow log, at completion
                 log_command(state, waiter.client, waiter.argv, (waiter.busy_ns + elapsed_ns) // 1000)
             waiter.client.total_commands += 1
@@ -224,7 +235,7 @@ class Blocking:
         else:  # blocked again: the new wait carries the time spent so far
             again = client.blocked
             if isinstance(again, Waiter):
-                again.busy_ns += waiter.busy_ns + elapsed
+                again.busy_ns += waiter.busy_ns  # run_command gave it this run's time
 
     def _answer(self, client: Client, reply: Any) -> None:
         """Send a woken client its reply, then run what it pipelined meanwhile."""

@@ -618,7 +618,10 @@ class ServerState:
         elapsed = _time_ns() - started  # the wall clock: a step back shortens one duration
         # a call counts once it ran, as Valkey's (CONFIG RESETSTAT counts itself, INFO not)
         stats.calls += 1
-        stats.ns += elapsed
+        if client.blocked is None:
+            stats.ns += elapsed
+        else:  # it blocked: its time counts when it completes (Valkey's c->duration)
+            self.blocking.hold_time(client, stats, elapsed)
         self.commands_processed += 1
         # tot-cmds: a command counts for the client it serves, as Valkey counts for its
         # current client: the caller of an EXEC or a script, a woken blocked client
@@ -639,12 +642,21 @@ class ServerState:
 
     def _acl_recheck(self, client: Client, cmd: Command, argv: list[bytes]) -> ReplyError | None:
         """A restricted client's command run again after its first check: a queued one at
-        EXEC, a blocked one when woken (Valkey checks both again)."""
+        EXEC, a blocked one when woken (Valkey checks both again). A refusal counts as
+        Valkey's: a rejected call of the woken command, a failed call of EXEC."""
         waking = self.blocking.reprocessing
         if waking is not None and waking.client is client:
-            return self.users.check_call(client, cmd, argv)
+            refusal = self.users.check_call(client, cmd, argv)
+            if refusal is not None:  # the time it spent blocked is dropped, as Valkey's
+                self.stats_of(cmd).rejected_calls += 1
+                waking.busy_ns = 0
+            return refusal
         if self.deny_blocking and client is self.current_client:
-            return self.users.check_queued(client, cmd, argv)
+            refusal = self.users.check_queued(client, cmd, argv)
+            exec_cmd = self.lookup(b"exec") if refusal is not None else None
+            if exec_cmd is not None:
+                self.stats_of(exec_cmd).failed_calls += 1
+            return refusal
         return None
 
     def _queue(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:

@@ -56,6 +56,20 @@ def rewrite_set(c: Any, argv: list[bytes], reply: Any) -> list[list[bytes]]:
     return [[b"SET", key, argv[2], b"PXAT", when]]
 
 
+def rewrite_msetex(c: Any, argv: list[bytes], reply: Any) -> list[list[bytes]]:
+    """EX, PX or EXAT and its value replaced in place by PXAT and the keys' deadline, as
+    Valkey; PXAT goes as it came."""
+    first_option = 2 + 2 * int(argv[1])
+    for i in range(first_option, len(argv) - 1):
+        unit = argv[i].lower()
+        if unit in EXPIRY_WORDS:
+            when = _deadline(c, argv[2])
+            if unit == b"pxat" or when is None:
+                return [argv]
+            return [argv[:i] + [b"PXAT", when] + argv[i + 2:]]
+    return [argv]
+
+
 def rewrite_setex(c: Any, argv: list[bytes], reply: Any) -> list[list[bytes]]:
     key = argv[1]
     when = _deadline(c, key)
@@ -572,6 +586,7 @@ def rewrite_migrate(c: Any, argv: list[bytes], reply: Any, present: set[bytes]) 
 REWRITES: dict[str, Rewrite] = {
     "set": rewrite_set,
     "setex": rewrite_setex,
+    "msetex": rewrite_msetex,
     "psetex": rewrite_setex,
     "getex": rewrite_getex,
     "expire": rewrite_expire,

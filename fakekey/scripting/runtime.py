@@ -193,9 +193,29 @@ local function w_setmetatable(...)
   return relay('setmetatable', setmetatable, t, real_of[mt] or mt, select(3, ...))
 end
 
+local INT_MAX = 2147483647
+
+local function int_arg(v, default)  -- luaL_optint's value, nil past an int
+  if v == nil then return default end
+  local n = tonumber(v)
+  if n == nil then return nil end
+  n = n >= 0 and floor(n) or ceil(n)
+  if n > INT_MAX or n < -INT_MAX - 1 then return nil end
+  return n
+end
+
 local function w_unpack(...)
-  local t = ...
-  return relay('unpack', unpack, real_of[t] or t, select(2, ...))
+  local t, i, e = ...
+  local r = real_of[t] or t
+  if type(r) == 'table' then
+    -- a range of INT_MAX elements or more: Valkey's unpack counts it without the int
+    -- overflow that crashes Lua 5.1's, and refuses it as one it has no room for
+    local first, last = int_arg(i, 1), int_arg(e, #r)
+    if first and last and first <= last and last - first >= INT_MAX then
+      return relay('unpack', unpack, r, 1, INT_MAX)
+    end
+  end
+  return relay('unpack', unpack, r, select(2, ...))
 end
 
 -- Code a script loads runs in the script's globals (set by lock()), its tail calls made

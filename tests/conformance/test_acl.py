@@ -342,6 +342,40 @@ def test_a_woken_blocked_client_is_checked_again(target, r, proto):
     assert r.call("LLEN", "a1") == (":", 1)  # the value stays for others
 
 
+def cmdstat(r, name: str) -> bytes | None:
+    """The INFO commandstats line of one command, None when it has none."""
+    info = r.call("INFO", "commandstats")[1]
+    text = info if isinstance(info, bytes) else info.split(b":", 1)[1]
+    prefix = b"cmdstat_" + name.encode() + b":"
+    return next((line[len(prefix):] for line in text.split(b"\r\n") if line.startswith(prefix)), None)
+
+
+def test_a_refusal_on_recheck_counts_as_valkey(target, r):
+    """tests/unit/acl.tcl: a woken BLPOP refused is a rejected call (no call, no time), an
+    EXEC whose queued command is refused at EXEC a failed one."""
+    r.call("CONFIG", "RESETSTAT")
+    r.call("ACL", "SETUSER", "bl", "on", "nopass", "~*", "+@all")
+    b = login(target, 2, "bl", "x")
+    b.send("BLPOP", "a1", "0")
+    deadline = time.monotonic() + 5
+    while b"cmd=blpop" not in r.call("CLIENT", "LIST", "USER", "bl")[1]:  # until it waits
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    r.call("ACL", "SETUSER", "bl", "resetkeys")
+    r.call("LPUSH", "a1", "v")
+    assert b.read() == ("-", b"NOPERM No permissions to access a key")
+    blpop = cmdstat(r, "blpop")
+    assert blpop is not None and blpop.startswith(b"calls=0,usec=0,")  # its wait dropped
+    assert blpop.endswith(b",rejected_calls=1,failed_calls=0")
+    r.call("ACL", "SETUSER", "bl", "allkeys")
+    b.call("MULTI")
+    b.call("GET", "k")
+    r.call("ACL", "SETUSER", "bl", "resetkeys")
+    assert b.call("EXEC")[1][0][0] == "-"
+    assert cmdstat(r, "exec").endswith(b",rejected_calls=0,failed_calls=1")
+    assert cmdstat(r, "get") is None
+
+
 def test_info_counts_each_kind_of_denial(r, target, proto):
     """INFO stats lists the six acl_access_denied_* counters, in Valkey's order."""
     info = r.call("INFO", "stats")[1]

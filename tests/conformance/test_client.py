@@ -270,6 +270,35 @@ def test_kill_filters_combine(target, r2):
         assert a.is_closed()
 
 
+def test_repeated_filter_keeps_its_last_value_and_ids_add_up(target, r2):
+    """Valkey's tests/unit/introspection.tcl: `NAME a NAME b` is `NAME b`, `ID x ID y` is
+    both; a NOT- filter is its own slot; every value is still checked."""
+    with target.raw() as a, target.raw() as b, target.raw() as c:
+        for client, name in ((a, "a"), (b, "b"), (c, "c")):
+            client.call("CLIENT", "SETNAME", name)
+        ida, idb, idc = (str(my_id(client)) for client in (a, b, c))
+
+        def names(*filters):
+            return sorted(line["name"] for line in listed(r2, *filters))
+
+        assert names("NAME", "a", "NAME", "b") == ["b"]
+        assert names("ID", ida, "ID", idb) == ["a", "b"]
+        assert names("ID", ida, idb, "ID", idc) == ["a", "b", "c"]
+        assert names("NOT-NAME", "a", "NOT-NAME", "b", "ID", ida, idb, idc) == ["a", "c"]
+        assert names("NOT-ID", ida, "NOT-ID", idb, "ID", ida, idb, idc) == ["c"]
+        assert names("NAME", "a", "NOT-NAME", "a") == []
+        assert names("TYPE", "pubsub", "TYPE", "normal", "ID", ida) == ["a"]
+        assert names("FLAGS", "r", "FLAGS", "N", "ID", ida) == ["a"]
+        assert names("NAME", "a", "SKIPME", "yes", "NAME", "b") == ["b"]
+        for users in (("nobody", "default"), ("default", "nobody")):
+            assert r2.call("CLIENT", "LIST", "USER", users[0], "USER", users[1]) == (
+                "-", b"ERR No such user 'nobody'")
+        assert r2.call("CLIENT", "KILL", "NAME", "x", "NAME", "c") == (":", 1)
+        assert c.is_closed()
+        assert r2.call("CLIENT", "KILL", "ID", ida, "ID", idb) == (":", 2)
+        assert a.is_closed() and b.is_closed()
+
+
 def test_kill_skips_the_caller_unless_told(r2):
     me = str(my_id(r2))
     assert r2.call("CLIENT", "KILL", "ID", me) == (":", 0)

@@ -1,6 +1,6 @@
 """What Valkey's own test suite found differing (docs/harness.md): WATCH on stale keys
 (expired, not yet deleted) across FLUSHDB and SWAPDB, RESTORE ABSTTL in the past, and
-INFO's event-loop figures that move as Valkey's do."""
+INFO's event-loop figures that move as Valkey's do, MSETEX with a deadline past."""
 
 from __future__ import annotations
 
@@ -97,6 +97,19 @@ def test_restore_absttl_in_the_past_stores_nothing(stale):
     assert stale.call("RESTORE", "foo", str(past), payload, "ABSTTL", "REPLACE") == ("+", b"OK")
     assert stale.call("DEBUG", "OBJECT", "foo") == ("-", b"ERR no such key")  # not even stored
     assert stale.call("DBSIZE") == (":", 0)
+
+
+def test_msetex_with_a_past_deadline_stores_the_keys(stale):
+    """Valkey 9.1.2 (unlike SET) stores them: DBSIZE counts them until they are met."""
+    stale.call("CONFIG", "RESETSTAT")
+    assert stale.call("MSETEX", "2", "a", "1", "b", "2", "PXAT", "1000") == (":", 1)
+    assert stale.call("MSETEX", "1", "c", "3", "EXAT", "1") == (":", 1)
+    assert stale.call("DBSIZE") == (":", 3)
+    assert stats(stale)["expired_keys"] == "0"
+    assert stale.call("GET", "a") == ("$", None)
+    assert stale.call("MSETEX", "1", "b", "x", "XX", "EX", "100") == (":", 0)
+    assert stale.call("DBSIZE") == (":", 1)
+    assert stats(stale)["expired_keys"] == "2"
 
 
 def stats(r2) -> dict[str, str]:

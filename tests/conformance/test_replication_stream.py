@@ -90,6 +90,16 @@ CASES = {
             "SET b v PXAT <ms>", "SET a 7 PXAT <ms>", "SET a 8 PXAT 99999999999999",
             "UNLINK a"),
     ),
+    "msetex": (
+        [("MSETEX", "2", "a", "1", "b", "2", "EX", "100"), ("msetex", "1", "a", "1", "px", "100000"),
+         ("MSETEX", "1", "a", "1", "EXAT", "99999999999"),
+         ("MSETEX", "1", "a", "1", "pxat", "99999999999999"), ("MSETEX", "1", "a", "1", "XX", "KEEPTTL"),
+         ("MSETEX", "1", "a", "1", "NX", "EX", "100"), ("MSETEX", "2", "a", "1", "c", "2", "PXAT", "1000"),
+         ("MSETEX", "1", "a", "2", "EX", "100", "XX")],
+        ops("SELECT 0", "MSETEX 2 a 1 b 2 PXAT <ms>", "msetex 1 a 1 PXAT <ms>",
+            "MSETEX 1 a 1 PXAT 99999999999000", "MSETEX 1 a 1 pxat 99999999999999",
+            "MSETEX 1 a 1 XX KEEPTTL", "MSETEX 2 a 1 c 2 PXAT 1000", "UNLINK a"),
+    ),
     "expire": (
         [("SET", "a", "1"), ("GETEX", "a", "EX", "10"), ("GETEX", "a", "PERSIST"), ("GETEX", "a"),
          ("EXPIRE", "a", "100"), ("PEXPIRE", "a", "100000"), ("EXPIREAT", "a", "99999999999"),

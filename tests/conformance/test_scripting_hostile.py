@@ -228,6 +228,21 @@ def test_unpack_past_the_lua_stack(r):
         "-", b"ERR user_script:1: too many results to unpack script: on @user_script:1.")
 
 
+@pytest.mark.parametrize("bounds", ["-2, 2147483647", "0, 2147483647", "-2147483648", "-2147483648, -2"])
+def test_unpack_of_an_int_wide_range_is_refused_and_the_server_lives(r, bounds):
+    """tests/unit/scripting.tcl: a range whose size overflows an int (Lua 5.1's own
+    unpack crashes on it) is too many results, as Valkey's patched unpack says."""
+    assert r.call("EVAL", "return {unpack({1,2,3}, %s)}" % bounds, 0) == (
+        "-", b"ERR user_script:1: too many results to unpack script: on @user_script:1.")
+    assert r.call("PING") == ("+", b"PONG")
+
+
+def test_unpack_near_the_int_limits_keeps_its_nils(r):
+    script = ("local n = select('#', unpack({1,2,3}, -2147483648, -2147483646)) "
+              "local m = select('#', unpack({1,2,3}, -1, 5)) return {n, m, unpack({1,2,3}, 1, -1)}")
+    assert r.call("EVAL", script, 0) == ("*", [(":", 3), (":", 7)])
+
+
 # --- errors a hostile script provokes read as Valkey's -------------------------------------------
 
 _AT = b" script: on @user_script:1."
