@@ -165,15 +165,7 @@ class Persistence:
     def _read_part(self, name: str, kind: str, last: bool) -> LoadedPart:
         """One file of the log, read and checked (nothing is applied yet)."""
         path = os.path.join(aof_manifest.aof_dir(self.config), name)
-        try:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
-            raise LoadError(f"{path}: The append log file {name} doesn't exist: No such file or "
-                            "directory") from None
-        except OSError as err:
-            raise LoadError(f"{path}: Fatal error: can't open the append log file {name} for "
-                            f"reading: {err.strerror}") from None
+        data = read_log_file(path, name)
         part = LoadedPart(name, path, kind, len(data))
         if not data:
             return part
@@ -261,12 +253,7 @@ class Persistence:
         cuts = []
         for i, name in enumerate(former.incrs):
             path = os.path.join(folder, name)
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except FileNotFoundError:
-                raise LoadError(f"{path}: The append log file {name} doesn't exist: No such file or "
-                                "directory") from None
+            data = read_log_file(path, name)
             read = aoflib.read_log(path, data, i == len(former.incrs) - 1)
             for offset, payload in read.records:
                 try:
@@ -857,3 +844,17 @@ class LoadedPart:
         log.warning("!!! Truncating the AOF %s at offset %d !!!", self.name, offset)
         aoflib.truncate_tail(self.path, offset)
         log.warning("AOF %s loaded anyway because aof-load-truncated is enabled", self.name)
+
+
+def read_log_file(path: str, name: str) -> bytes:
+    """One file the manifest names, whole; refused with Valkey's words when it is missing
+    or cannot be opened."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        raise LoadError(f"{path}: The append log file {name} doesn't exist: No such file or "
+                        "directory") from None
+    except OSError as err:
+        raise LoadError(f"{path}: Fatal error: can't open the append log file {name} for "
+                        f"reading: {err.strerror}") from None

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -23,8 +22,9 @@ from typing import Any
 import pytest
 
 from fakekey.net.server import Server
+from fakekey.testing.node_processes import port_with_free_bus
 from fakekey.testing.raw import RawClient
-from fakekey.testing.targets import find_valkey_binary, free_port, server_flags
+from fakekey.testing.targets import find_valkey_binary, server_flags
 
 TARGETS = [t.strip() for t in os.environ.get("FAKEKEY_TARGETS", "fakekey,valkey").split(",")
            if t.strip() in ("fakekey", "valkey")]
@@ -81,20 +81,6 @@ class LoneNode:
         if protocol == 3:
             assert client.call("HELLO", "3")[0] == "%"
         return client
-
-
-def port_with_free_bus() -> int:
-    """A free port whose cluster bus port (+10000) is free too."""
-    while True:
-        port = free_port()
-        if port + 10000 > 65535:
-            continue
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port + 10000))
-            except OSError:
-                continue
-        return port
 
 
 @pytest.fixture(scope="module", params=TARGETS)
