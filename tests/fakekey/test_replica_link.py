@@ -20,6 +20,7 @@ import pytest
 import redis
 
 from fakekey import Server
+from fakekey.emq import Queue
 from fakekey.testing.raw import RawClient
 from fakekey.testing.servers import RunningServer, TargetSkip, start_valkey
 from fakekey.testing.targets import find_valkey_binary
@@ -106,7 +107,8 @@ def caught_up(p: redis.Redis, *replicas: redis.Redis) -> None:
 
 def workload(p: redis.Redis, port: int) -> None:
     """Every type and encoding, expiries, scripts, functions, a transaction, SPOP, a
-    consumer group, a served blocking pop and a second database."""
+    consumer group, a served blocking pop, an EMQ queue (its scripts) and a second
+    database."""
     p.set("s:int", 12345)
     p.set("s:emb", "hello")
     p.set("s:raw", "x" * 100)
@@ -144,9 +146,24 @@ def workload(p: redis.Redis, port: int) -> None:
     tx.set("tx:a", 1).incr("tx:a").lpush("tx:l", "q")
     tx.execute()
     served_blocking_pop(p, port)
+    emq_cycle(p)
     other = redis.Redis(port=port, db=3)
     other.set("db3:k", "v", px=300_000)
     other.close()
+
+
+def emq_cycle(p: redis.Redis) -> None:
+    """An EMQ queue on the real primary, by the wire-4 scripts Valkey runs (it has no EMQ
+    module): enqueued, one job claimed and completed, one failed back, one left waiting."""
+    queue = Queue(p, "rq", wire=4)
+    for i in range(3):
+        queue.enqueue(f"JOB{i}", f"payload {i}")
+    done = queue.claim(60_000)
+    assert done is not None
+    queue.complete(done.id, done.fence)
+    failed = queue.claim(60_000)
+    assert failed is not None
+    queue.fail(failed.id, failed.fence, "try again", backoff_ms=500_000)
 
 
 def served_blocking_pop(p: redis.Redis, port: int) -> None:
