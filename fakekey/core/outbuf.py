@@ -32,8 +32,15 @@ The rules, from Valkey's source and what a real 9.1.2 server shows:
 
 from __future__ import annotations
 
+import logging
 from collections import deque
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from fakekey.core.client import Client
+    from fakekey.core.state import ServerState
+
+log = logging.getLogger("fakekey.net.server")
 
 REPLY_CHUNK: Final = 16384  # PROTO_REPLY_CHUNK_BYTES: a list block's least payload
 REPLY_MIN: Final = 1024  # PROTO_REPLY_MIN_BYTES: the static buffer's least size
@@ -279,3 +286,23 @@ def put_plain(block: Block, n: int) -> int:
     block.used += take
     block.wire += take
     return n - take
+
+
+def past_output_limit(used: int, limits: tuple[int, int, int], soft_since: int,
+                      now_s: int) -> tuple[bool, int]:
+    """Valkey's checkClientOutputBufferLimits for one client class (hard, soft, seconds):
+    whether `used` bytes are past the hard limit, or past the soft one for longer than its
+    seconds, and when the soft limit was first passed (0: it is not), on the server's
+    clock in seconds."""
+    hard, soft, seconds = limits
+    if not (soft and used >= soft):
+        return bool(hard) and used >= hard, 0
+    since = soft_since or now_s  # the first time over: the clock starts
+    return (bool(hard) and used >= hard) or now_s - since > seconds, since
+
+
+def dropped_for_output(state: ServerState, client: Client) -> None:
+    """A client closed at its output buffer limit: Valkey's log line and stat."""
+    log.warning("Client id=%d addr=%s scheduled to be closed ASAP for overcoming of output "
+                "buffer limits.", client.id, client.addr)
+    state.stats["client_output_buffer_limit_disconnections"] += 1

@@ -32,6 +32,8 @@ from fakekey.core.outbuf import (
     STATIC_BUFFER,
     Ledger,
     bulk_wire,
+    dropped_for_output,
+    past_output_limit,
     resized_buffer,
 )
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
@@ -460,20 +462,12 @@ class Connection(asyncio.Protocol):
         ledger = self.output_ledger()
         used = 0 if ledger is None else ledger.omem()
         subscribed = client.channels or client.patterns or client.shard_channels
-        hard, soft, seconds = state.obuf_limits.get("pubsub" if subscribed else "normal", (0, 0, 0))
-        over = bool(hard) and used >= hard
-        if soft and used >= soft:
-            now = state.clock.now_ms() // 1000
-            if not self.soft_since:
-                self.soft_since = now  # the first time over: the clock starts
-            elif now - self.soft_since > seconds:
-                over = True
-        else:
-            self.soft_since = 0
+        limits = state.obuf_limits.get("pubsub" if subscribed else "normal", (0, 0, 0))
+        hard, soft, _seconds = limits
+        over, self.soft_since = past_output_limit(used, limits, self.soft_since,
+                                                  state.clock.now_ms() // 1000)
         if over:
-            log.warning("Client id=%d addr=%s scheduled to be closed ASAP for overcoming of output "
-                        "buffer limits.", client.id, client.addr)
-            state.stats["client_output_buffer_limit_disconnections"] += 1
+            dropped_for_output(state, client)
             self.abort()
             return False
         if (not (hard or soft or subscribed) and client.blocked is None
@@ -1187,3 +1181,4 @@ def _config_text(value: Any) -> str:
 
 
 __all__ = ["Server", "Connection", "ReplyError"]
+

@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from fakekey.core.outbuf import dropped_for_output, past_output_limit
 from fakekey.persistence import rdb, rdbfile
 from fakekey.persistence.propagate import (
     Op,
@@ -65,7 +66,7 @@ class ReplicaLink:
     state: str = "wait_bgsave"  # wait_bgsave | online
     ack_offset: int = 0
     ack_at: float = field(default_factory=time.monotonic)
-    soft_since: float = 0.0  # when its output passed the soft limit, or 0
+    soft_since: int = 0  # when its output passed the soft limit (s, server clock), or 0
 
 
 @dataclass
@@ -133,21 +134,12 @@ class ReplicationPrimary:
         connection = link.client.connection
         if connection is None:
             return
-        hard, soft, seconds = self.state.obuf_limits.get("slave", (0, 0, 0))
-        used = connection.output_backlog()
-        over = bool(hard) and used >= hard
-        if soft and used >= soft:
-            now = time.monotonic()
-            if not link.soft_since:
-                link.soft_since = now
-            elif now - link.soft_since > seconds:
-                over = True
-        else:
-            link.soft_since = 0.0
+        state = self.state
+        over, link.soft_since = past_output_limit(
+            connection.output_backlog(), state.obuf_limits.get("slave", (0, 0, 0)),
+            link.soft_since, state.clock.now_ms() // 1000)
         if over:
-            log.warning("Client id=%d addr=%s scheduled to be closed ASAP for overcoming of output "
-                        "buffer limits.", link.client.id, link.client.addr)
-            self.state.stats["client_output_buffer_limit_disconnections"] += 1
+            dropped_for_output(state, link.client)
             connection.abort()
 
     # --- the backlog ------------------------------------------------------------------

@@ -11,6 +11,7 @@ bulk string, a double from a bulk, a map from an array, and a null from an empty
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 Reply = tuple[str, Any]
@@ -167,4 +168,23 @@ def wait_until_reply(client: RawClient, expected: Reply, timeout: float = 5.0) -
     deadline = time.monotonic() + timeout
     while client.call("PING") != expected:
         assert time.monotonic() < deadline, f"the server never answered {expected!r}"
+        time.sleep(0.01)
+
+
+def read_within(client: RawClient, seconds: float) -> Any:
+    """The next reply if it comes within `seconds`, else "nothing"."""
+    client.sock.settimeout(seconds)
+    try:
+        return client.read()
+    except TimeoutError:
+        return "nothing"
+    finally:
+        client.sock.settimeout(10)
+
+
+def wait_blocked(client: RawClient, count: int) -> None:
+    """Until INFO clients says `count` clients are blocked (5 s at most)."""
+    deadline = time.monotonic() + 5
+    while f"blocked_clients:{count}\r\n".encode() not in client.call("INFO", "clients")[1]:
+        assert time.monotonic() < deadline
         time.sleep(0.01)

@@ -23,7 +23,7 @@ import pytest
 
 from fakekey.net.server import Server
 from fakekey.testing.node_processes import port_with_free_bus
-from fakekey.testing.raw import RawClient
+from fakekey.testing.raw import RawClient, read_within, wait_blocked
 from fakekey.testing.targets import find_valkey_binary, server_flags
 
 TARGETS = [t.strip() for t in os.environ.get("FAKEKEY_TARGETS", "fakekey,valkey").split(",")
@@ -150,23 +150,6 @@ def wait_for_state(client: RawClient, state: bytes, seconds: float = 10.0) -> No
 
 def ids(client: RawClient) -> tuple[bytes, bytes]:
     return client.call("CLUSTER", "MYID")[1], client.call("CLUSTER", "MYSHARDID")[1]
-
-
-def read_within(client: RawClient, seconds: float) -> Any:
-    client.sock.settimeout(seconds)
-    try:
-        return client.read()
-    except TimeoutError:
-        return "nothing"
-    finally:
-        client.sock.settimeout(10)
-
-
-def wait_blocked(client: RawClient, count: int) -> None:
-    deadline = time.monotonic() + 5
-    while f"blocked_clients:{count}\r\n".encode() not in client.call("INFO", "clients")[1]:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
 
 
 def info_text(state: str, assigned: int, size: int, current: int, mine: int) -> bytes:

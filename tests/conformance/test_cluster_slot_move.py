@@ -7,14 +7,12 @@ and what the cluster then says (SLOTS, REPLICAS). Node ids and ports are the clu
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from fakekey.core.cluster import key_slot
-from fakekey.testing.raw import RawClient
+from fakekey.testing.raw import RawClient, read_within, wait_blocked
 from fakekey.testing.targets import find_valkey_binary
 
 TARGETS = [t.strip() for t in os.environ.get("FAKEKEY_TARGETS", "fakekey,valkey").split(",")
@@ -88,23 +86,6 @@ def served(line: bytes) -> set[int]:
             first, _, last = field.partition(b"-")
             slots.update(range(int(first), int(last or first) + 1))
     return slots
-
-
-def read_within(client: RawClient, seconds: float) -> Any:
-    client.sock.settimeout(seconds)
-    try:
-        return client.read()
-    except TimeoutError:
-        return "nothing"
-    finally:
-        client.sock.settimeout(10)
-
-
-def wait_blocked(client: RawClient, count: int) -> None:
-    deadline = time.monotonic() + 5
-    while f"blocked_clients:{count}\r\n".encode() not in client.call("INFO", "clients")[1]:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
 
 
 def test_a_slot_moved_by_hand(nodes, proto):
