@@ -73,7 +73,8 @@ class FakeServer:
 
     `version` and `server_type` as fakeredis takes them: the server then answers as that
     Redis or Valkey (what came later is unknown, INFO and HELLO report it); without them
-    it is Valkey 9.1.2. `config` and keyword settings take valkey's setting names."""
+    it is Valkey 9.1.2. `config` and keyword settings take valkey's setting names. The
+    emulated Redis Stack modules (BF.*, JSON.*...) are on, as fakeredis has them."""
 
     def __init__(self, version: Any = None, server_type: str | None = None,
                  config: dict[Any, Any] | None = None, lua_modules: Any = None, **settings: Any) -> None:
@@ -82,6 +83,7 @@ class FakeServer:
         self.gate = gate
         self.version = gate.version if gate is not None else None
         self.server_type = gate.server_type if gate is not None else "valkey"
+        settings.setdefault("enable_stack_modules", "yes")
         server = Server(config=_text_config(config), **settings)
         if gate is not None:
             version_gate.apply(server.state, gate)

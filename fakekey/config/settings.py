@@ -722,9 +722,12 @@ zset-max-listpack-entries,zset-max-ziplist-entries | int:0..LLONG_MAX | 128 |
 zset-max-listpack-value,zset-max-ziplist-value | mem:0..LLONG_MAX | 64 |
 enable-fakekey-commands | bool | yes | IF
 enable-emq-module | bool | yes | IF
+enable-stack-modules | bool | no | IF
 """
 # enable-fakekey-commands: the FAKEKEY.* commands; enable-emq-module: the emulated
-# trafikey module and its EMQ.* verbs (off: a plain Valkey).
+# trafikey module and its EMQ.* verbs (off: a plain Valkey); enable-stack-modules: the
+# emulated Redis Stack modules' verbs (BF.*, CF.*, CMS.*, TOPK.*, TDIGEST.*, JSON.*), on in
+# the fakeredis drop-in as fakeredis has them.
 
 
 def _declare(line: str) -> Setting:

@@ -15,6 +15,7 @@ from fakekey.core.dirty import Dirty, counted
 
 if TYPE_CHECKING:
     from fakekey.commands.doc_data import CommandDocs
+    from fakekey.types.value import Settings
 
 Handler = Callable[..., Any]
 FAKEKEY_PREFIX = "fakekey."  # fakekey's own commands (FAKEKEY.CLOCK ...), which Valkey has not
@@ -227,6 +228,7 @@ class Registry:
     def __init__(self) -> None:
         self.commands: dict[bytes, Command] = {}
         self.modules: dict[str, int] = {}  # emulated module -> version (MODULE LIST)
+        self.module_switches: dict[str, str] = {}  # emulated module -> the setting that turns it on
         self.size = 0  # commands and subcommands declared: the length of a stats table
         self.complete = False  # every family loaded (fakekey.net.registry.load_all)
 
@@ -262,16 +264,23 @@ class Registry:
         table = Registry()
         table.commands = dict(self.commands)
         table.modules = self.modules
+        table.module_switches = self.module_switches
         table.size = self.size
         table.complete = self.complete
         return table
 
-    def without_modules(self) -> Registry:
-        """A table of the same commands less the emulated modules' (a server started
-        with its module turned off)."""
+    def modules_switched_off(self, config: Settings) -> bool:
+        """Whether `config` turns any emulated module off."""
+        return not all(config[switch] for switch in self.module_switches.values())
+
+    def with_modules(self, config: Settings) -> Registry:
+        """A table of the same commands less the verbs of the emulated modules `config`
+        turns off (each module's own setting), and less their MODULE LIST lines."""
+        def enabled(name: str) -> bool:
+            return bool(config[self.module_switches[name]])
         table = self.view()
-        table.remove(lambda cmd: bool(cmd.module))
-        table.modules = {}
+        table.remove(lambda cmd: bool(cmd.module) and not enabled(cmd.module))
+        table.modules = {name: ver for name, ver in self.modules.items() if enabled(name)}
         return table
 
     def remove(self, unwanted: Callable[[Command], bool]) -> None:
@@ -301,9 +310,11 @@ class Registry:
 REGISTRY = Registry()
 
 
-def declare_module(name: str, version: int) -> None:
-    """An emulated module, listed by MODULE LIST and HELLO while its commands are on."""
+def declare_module(name: str, version: int, switch: str) -> None:
+    """An emulated module, listed by MODULE LIST and HELLO while its commands are on;
+    `switch` is the boolean setting that turns it on (enable-emq-module)."""
     REGISTRY.modules[name] = version
+    REGISTRY.module_switches[name] = switch
 
 
 def command(

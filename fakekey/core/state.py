@@ -92,9 +92,12 @@ class ServerState:
         # the servers that share this clock (a cluster's nodes: fakekey.Cluster), or empty
         self.clock_peers: list[ServerState] = []
         self.now = self.clock.now_ms()  # the current command's time snapshot (ms)
-        # enable-emq-module no: the EMQ.* verbs are unknown and no module is listed
+        # enable-emq-module no: the EMQ.* verbs are unknown and no module is listed (the
+        # same for each emulated module and its own setting)
         self.emq_enabled = self.config["enable-emq-module"]
-        self.registry = registry if self.emq_enabled else registry.without_modules()
+        if registry.modules_switched_off(self.config):
+            registry = registry.with_modules(self.config)
+        self.registry = registry
         # the commands by name as clients send them (any case): filled by lookups
         self._by_exact_name: dict[bytes, Command] = {}
         # INFO commandstats' counters, by Command.index, each made on its first count

@@ -31,16 +31,17 @@ def is_fakekey_command(cmd: Command) -> bool:
 def server_commands(config: Config) -> Registry:
     """The table of a server with this configuration (Valkey's server.commands): every
     declared command, less FAKEKEY.* with enable-fakekey-commands no and less the
-    emulated module's verbs with enable-emq-module no (then it is a plain Valkey's
-    table), renamed or removed by its rename-command lines in their order."""
+    verbs of each emulated module its setting turns off (enable-emq-module no and
+    enable-stack-modules no: a plain Valkey's table), renamed or removed by its rename-command lines in their order."""
     declared = load_all()
-    if config["enable-fakekey-commands"] and config["enable-emq-module"] and not config.directives.renames:
+    modules_off = declared.modules_switched_off(config)
+    if config["enable-fakekey-commands"] and not modules_off and not config.directives.renames:
         return declared  # every command as declared: no table of its own to make
     table = declared.view()
     if not config["enable-fakekey-commands"]:
         table.remove(is_fakekey_command)
-    if not config["enable-emq-module"]:
-        table = table.without_modules()
+    if modules_off:
+        table = table.with_modules(config)
     for old, new in config.directives.renames:
         try:
             table.rename(old, new)

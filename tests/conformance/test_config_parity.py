@@ -16,7 +16,7 @@ from fakekey.testing.raw import RawClient
 from fakekey.testing.targets import Target, free_port
 
 # fakekey's own switches, which Valkey has not
-FAKEKEY_OWN = {"enable-fakekey-commands", "enable-emq-module"}
+FAKEKEY_OWN = {"enable-fakekey-commands", "enable-emq-module", "enable-stack-modules"}
 # Valkey settings fakekey does not list, each with its reason (none today)
 MISSING_IN_FAKEKEY: dict[str, str] = {}
 # settings whose value differs between the two targets, and why

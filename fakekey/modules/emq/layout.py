@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 EMQ_MODULE = "trafikey"
 EMQ_MODULE_VERSION = 100  # 0.1.0
-declare_module(EMQ_MODULE, EMQ_MODULE_VERSION)
+declare_module(EMQ_MODULE, EMQ_MODULE_VERSION, "enable-emq-module")
 EMQ_SINCE = "0.1.0"
 
 # Key positions that are not one fixed suffix.
