@@ -36,6 +36,7 @@ class KeyValues(Protocol):
 
 # Valkey's object type codes (server.h: OBJ_STRING ... OBJ_STREAM)
 TYPE_CODES = {"string": 0, "list": 1, "set": 2, "zset": 3, "hash": 4, "stream": 6}
+OBJ_MODULE = 5  # any other TYPE name is a module type's
 EXPIRE_MARK = b"!!expire!!"
 ZERO = bytes(20)
 _STREAM_EDGES = ((0, 0), (2**64 - 1, 2**64 - 1))
@@ -254,8 +255,12 @@ def _content_digest(digest: int, kind: str, value: Any, now: int) -> int:
 def object_digest(digest: int, value: Any, has_expire: bool, now: int) -> int:
     """xorObjectDigest: fold one value (type code, content, TTL marker) into `digest`."""
     kind = _type_name(value)
-    digest = mix(digest, TYPE_CODES[kind].to_bytes(4, "big"))
-    digest = _content_digest(digest, kind, value, now)
+    code = TYPE_CODES.get(kind)
+    if code is None:  # an emulated module's value: OBJ_MODULE, no digest callback to fold in
+        digest = mix(digest, OBJ_MODULE.to_bytes(4, "big"))
+    else:
+        digest = mix(digest, code.to_bytes(4, "big"))
+        digest = _content_digest(digest, kind, value, now)
     if has_expire:
         digest = xor(digest, EXPIRE_MARK)
     return digest

@@ -332,7 +332,7 @@ def scan_page(
          "present for a whole iteration is returned.")
 def scan(c: Client, argv: list[bytes]) -> Any:
     cursor = parse_cursor(argv[1])
-    options = parse_scan_options(argv, 2, None)
+    options = parse_scan_options(argv, 2, None, bool(c.state.config["enable-stack-modules"]))
     next_cursor, found = scan_page(c.db, cursor, options.count, options.matches, options.type_name)
     return [str(next_cursor).encode(), found]
 

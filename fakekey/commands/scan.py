@@ -11,6 +11,7 @@ from typing import Any
 from fakekey.codecs.glob import Matcher, compile_glob
 from fakekey.commands.args import SYNTAX, c_text, parse_int, try_int
 from fakekey.resp.replies import ReplyError
+from fakekey.types.module_value import MODULE_TYPES
 
 INVALID_CURSOR = ReplyError("ERR invalid cursor")
 NOVALUES_ONLY_HSCAN = ReplyError("ERR NOVALUES option can only be used in HSCAN")
@@ -151,9 +152,23 @@ class ScanOptions:
     noscores: bool = False  # ZSCAN's NOSCORES
 
 
-def parse_scan_options(argv: list[bytes], start: int, kind: str | None) -> ScanOptions:
+def scan_type(raw: bytes, module_types: bool) -> bytes:
+    """getObjectTypeByName: a built-in type's name, or (`module_types`: the emulated
+    modules are on) a module type's in its own case, in any case; an error for any other."""
+    name = raw.lower()
+    if name in SCAN_TYPES:
+        return name
+    for module_type in MODULE_TYPES if module_types else ():
+        if module_type.lower().encode() == name:
+            return module_type.encode()
+    raise ReplyError(b"ERR unknown type name '" + c_text(raw) + b"'")
+
+
+def parse_scan_options(argv: list[bytes], start: int, kind: str | None,
+                       module_types: bool = False) -> ScanOptions:
     """COUNT, MATCH, and the options of one SCAN flavour (`kind`: None for SCAN over the
-    keys, else "hash", "set" or "zset"), checked in argument order."""
+    keys, else "hash", "set" or "zset"), checked in argument order. `module_types`: TYPE
+    takes the emulated modules' type names too."""
     options = ScanOptions()
     i, argc = start, len(argv)
     while i < argc:
@@ -169,9 +184,7 @@ def parse_scan_options(argv: list[bytes], start: int, kind: str | None) -> ScanO
             options.matches = None if pattern == b"*" else compile_glob(pattern)
             i += 2
         elif opt == b"TYPE" and kind is None and has_value:
-            options.type_name = argv[i + 1].lower()
-            if options.type_name not in SCAN_TYPES:
-                raise ReplyError(b"ERR unknown type name '" + c_text(argv[i + 1]) + b"'")
+            options.type_name = scan_type(argv[i + 1], module_types)
             i += 2
         elif opt == b"NOVALUES":
             if kind != "hash":

@@ -11,6 +11,8 @@ from __future__ import annotations
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
+from fakekey.types.module_value import ModuleValue
+
 if TYPE_CHECKING:
     from fakekey.core.state import ServerState
 
@@ -107,6 +109,8 @@ def value_size(value: Any, state: ServerState, samples: int) -> int:
         return set_size(value, samples)
     if kind == "zset":
         return zset_size(value, samples)
+    if isinstance(value, ModuleValue):
+        return value.memory_usage()  # the module's own mem_usage
     return stream_size(value)
 
 

@@ -11,4 +11,13 @@ FAMILIES = (
     "fakekey.modules.emq.lane_controls",
     "fakekey.modules.emq.waiting",
     "fakekey.modules.emq.timers",
+    "fakekey.modules.stack.bloom",
+    "fakekey.modules.stack.cuckoo",
+    "fakekey.modules.stack.cms",
+    "fakekey.modules.stack.topk",
+    "fakekey.modules.stack.tdigest",
+    "fakekey.modules.stack.json_commands",
+    "fakekey.modules.stack.json_writes",
+    "fakekey.modules.stack.json_arrays",
+    "fakekey.modules.stack.json_scalars",
 )

@@ -52,6 +52,7 @@ from fakekey.persistence.codec import (
 from fakekey.persistence.propagate import Op, StreamEncoder, encode_command
 from fakekey.persistence.snapshot import Image, LoadError, fsync_dir
 from fakekey.resp.replies import NO_REPLY, ReplyError
+from fakekey.types.module_value import ModuleValue
 
 if TYPE_CHECKING:
     from fakekey.core.state import ServerState
@@ -343,8 +344,9 @@ class CommandReplayer:
 
 def iter_aof_base(image: Image, now_ms: int, limits: rdb.Limits, out: list[bytes]) -> Iterator[None]:
     """rewriteAppendOnlyFileRio's file: the function libraries (FUNCTION LOAD), then each
-    database's keys; a string as SET, any other value as RESTORE of its DUMP payload;
-    the deadline as PEXPIREAT. Keys already expired are left out. Yields between keys."""
+    database's keys; a string as SET, a module value as its module's commands (else as
+    RESTORE), any other value as RESTORE of its DUMP payload; the deadline as PEXPIREAT.
+    Keys already expired are left out. Yields between keys."""
     for code in image.libraries:
         out.append(encode_command([b"FUNCTION", b"LOAD", code]))
     for index, data, expires in image.dbs:
@@ -355,8 +357,11 @@ def iter_aof_base(image: Image, now_ms: int, limits: rdb.Limits, out: list[bytes
             deadline = expires.get(key, -1)
             if deadline != -1 and deadline < now_ms:
                 continue
+            rebuilt = value.rewrite_commands(key) if isinstance(value, ModuleValue) else None
             if isinstance(value, (bytes, bytearray)):
                 out.append(encode_command([b"SET", key, bytes(value)]))
+            elif rebuilt is not None:  # a module value, as its module's aof_rewrite writes it
+                out += [encode_command(argv) for argv in rebuilt]
             else:
                 out.append(encode_command([b"RESTORE", key, b"0", rdb.dump(value, limits)]))
             if deadline != -1:

@@ -20,6 +20,7 @@ from typing import Any
 
 from fakekey.types.hash import HashValue
 from fakekey.types.list import ListValue
+from fakekey.types.module_value import MODULE_TYPES, ModuleValue
 from fakekey.types.set import SetValue
 from fakekey.types.stream import Consumer, Group, Nack, Node, StreamValue
 from fakekey.types.zset import ZSet
@@ -35,7 +36,7 @@ MAX_FRAME = 1 << 40  # a length beyond this is garbage, not a record
 STEP = 512  # elements encoded between two yields
 
 # value type tags
-T_STRING, T_RAW_STRING, T_LIST, T_SET, T_ZSET, T_HASH, T_STREAM = b"sSlezhx"
+T_STRING, T_RAW_STRING, T_LIST, T_SET, T_ZSET, T_HASH, T_STREAM, T_MODULE = b"sSlezhxm"
 _SET_ENCODINGS = ("intset", "listpack", "hashtable")
 
 
@@ -222,6 +223,11 @@ def iter_encode_value(w: Writer, value: Any) -> Iterator[None]:
     elif kind is StreamValue:
         w.u8(T_STREAM)
         yield from _encode_stream(w, value)
+    elif isinstance(value, ModuleValue):  # an emulated module's: its type, encver, payload
+        w.u8(T_MODULE)
+        w.blob(value.TYPE_NAME.encode())
+        w.u64(value.ENCODING_VERSION)
+        w.blob(value.payload())
     else:
         raise TypeError(f"cannot persist a value of type {kind.__name__}")
 
@@ -302,7 +308,22 @@ def decode_value(r: Reader) -> Any:
         return _decode_hash(r)
     if tag == T_STREAM:
         return _decode_stream(r)
+    if tag == T_MODULE:
+        return _decode_module(r)
     raise CorruptData(f"unknown value type {tag}")
+
+
+def _decode_module(r: Reader) -> ModuleValue:
+    name = r.blob().decode("ascii", "replace")
+    encoding_version = r.u64()
+    payload = r.blob()
+    kind = MODULE_TYPES.get(name)
+    if kind is None:
+        raise CorruptData(f"a value of the unknown module type {name!r}")
+    try:
+        return kind.from_payload(payload, encoding_version)
+    except ValueError as err:
+        raise CorruptData(f"a {name} value that does not load: {err}") from None
 
 
 def _decode_hash(r: Reader) -> HashValue:

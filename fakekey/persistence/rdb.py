@@ -18,7 +18,13 @@ serialize byte for byte as Valkey's do):
   (hashtable with per-field expiry, -1 for a field without one); sorted sets:
   ZSET_LISTPACK (scores as Valkey prints them), ZSET_2 (greatest first, binary doubles);
 - streams: STREAM_LISTPACKS_3 (nodes as Valkey's listpacks, tombstones included, the
-  counters, groups with their PELs, consumers with seen and active times).
+  counters, groups with their PELs, consumers with seen and active times);
+- an emulated module's value (fakekey/types/module_value.py): MODULE_2, as Valkey's
+  rdbSaveObject writes a module's: the type's 64-bit id, then what the module saves (the
+  payload's own RedisModule_Save* fields for a MODULE_IO type, else the payload as one
+  module string field), then the module EOF opcode. Read back through the registered
+  module types; an unknown type is Valkey's "no matching module type" error, as a server
+  without the module answers.
 
 For reading, every type a Valkey or Redis OSS DUMP produced: the above plus the older LIST,
 ZSET (text doubles), HASH_ZIPMAP, LIST_ZIPLIST, ZSET_ZIPLIST, HASH_ZIPLIST, LIST_QUICKLIST
@@ -44,6 +50,7 @@ from fakekey.codecs.numbers import try_int
 from fakekey.resp.encoder import format_double
 from fakekey.types.hash import HashValue
 from fakekey.types.list import ListValue
+from fakekey.types.module_value import MODULE_TYPES, ModuleValue, module_type_id, module_type_of_id
 from fakekey.types.set import HASHTABLE, INTSET, LISTPACK, SetValue, is_integer
 from fakekey.types.stream import (
     INVALID_ENTRIES_READ,
@@ -70,6 +77,9 @@ T_HASH_2 = 22
 TYPE_LAST = 23  # 9.1.2 knows types up to HASH_2
 
 NODE_PLAIN, NODE_PACKED = 1, 2
+# the opcodes of a MODULE_2 value's fields (RDB_MODULE_OPCODE_*)
+MODULE_OPCODE_EOF, MODULE_OPCODE_SINT, MODULE_OPCODE_UINT = 0, 1, 2
+MODULE_OPCODE_FLOAT, MODULE_OPCODE_DOUBLE, MODULE_OPCODE_STRING = 3, 4, 5
 STEP = 512  # elements written between two pauses of a background save
 STREAM_DELETED, STREAM_SAMEFIELDS = 1, 2
 U64 = (1 << 64) - 1
@@ -91,6 +101,10 @@ class ShortRead(FormatError):
 class EmptyKey(FormatError):
     """A container with no elements: read whole, but no value (a file's loader skips
     the key, as Valkey's does)."""
+
+
+class ModuleError(FormatError):
+    """A module value that does not load, with the message Valkey's loader logs for it."""
 
 
 class ForeignTypeError(Exception):
@@ -115,6 +129,7 @@ class Limits:
     list_size: int = -2
     compression: bool = True
     relaxed_versions: bool = False
+    module_types: bool = True  # the emulated modules' types load (their modules are on)
 
     @classmethod
     def of(cls, config: Settings) -> Limits:
@@ -129,6 +144,7 @@ class Limits:
             list_size=config["list-max-listpack-size"],
             compression=bool(config["rdbcompression"]),
             relaxed_versions=config["rdb-version-check"] == "relaxed",
+            module_types=bool(config["enable-stack-modules"]),
         )
 
 
@@ -471,6 +487,8 @@ def object_type(value: Any) -> int:
         return T_HASH_LISTPACK if not value.hashtable else T_HASH_2 if value.ttls else T_HASH
     if kind is StreamValue:
         return T_STREAM_LISTPACKS_3
+    if isinstance(value, ModuleValue):
+        return T_MODULE_2
     raise TypeError(f"cannot serialize {kind.__name__}")
 
 
@@ -481,6 +499,8 @@ def iter_body(value: Any, limits: Limits, out: list[bytes]) -> Iterator[None]:
         yield from iter_string(bytes(value), limits.compression, out)
         return
     writer = _WRITERS.get(type(value))
+    if writer is None and isinstance(value, ModuleValue):
+        writer = _write_module
     if writer is None:
         raise TypeError(f"cannot serialize {type(value).__name__}")
     yield from writer(value, limits, out)
@@ -1356,8 +1376,86 @@ def parse_zipmap(data: bytes) -> list[bytes]:
     return out
 
 
+def _write_module(value: ModuleValue, limits: Limits, out: list[bytes]) -> Iterator[None]:
+    """rdbSaveObject's module value: the type's id, the fields the module saves (its
+    payload as it is, or as one module string), the EOF opcode."""
+    out.append(_len(module_type_id(value.TYPE_NAME, value.ENCODING_VERSION)))
+    if value.MODULE_IO:
+        yield from _iter_module_io(value.payload(), limits.compression, out)
+    else:
+        out.append(_len(MODULE_OPCODE_STRING))
+        yield from iter_string(value.payload(), limits.compression, out)
+    out.append(_len(MODULE_OPCODE_EOF))
+
+
+def _iter_module_io(payload: bytes, compress: bool, out: list[bytes]) -> Iterator[None]:
+    """A RedisModule_Save* payload's fields into `out`, each string as rdbSaveRawString
+    writes it (an integer encoding, or LZF past 20 bytes under rdbcompression), as
+    RedisModule_SaveStringBuffer does."""
+    reader = Reader(payload)
+    while not reader.done():
+        start = reader.pos
+        opcode = reader.length()
+        if opcode == MODULE_OPCODE_STRING:
+            out.append(_len(MODULE_OPCODE_STRING))
+            yield from iter_string(reader.string(), compress, out)
+            continue
+        _skip_module_field(reader, opcode)
+        out.append(payload[start:reader.pos])
+
+
+def _skip_module_field(reader: Reader, opcode: int) -> None:
+    if opcode in (MODULE_OPCODE_SINT, MODULE_OPCODE_UINT):
+        reader.length()
+    elif opcode == MODULE_OPCODE_FLOAT:
+        reader.take(4)
+    elif opcode == MODULE_OPCODE_DOUBLE:
+        reader.take(8)
+    elif opcode == MODULE_OPCODE_STRING:
+        reader.string()
+    else:
+        raise FormatError("module opcode")
+
+
+def _module_fields(reader: Reader) -> bytes:
+    """The raw fields of a module value up to its EOF opcode (consumed), as Valkey's
+    checker walks them: each an opcode, then a length, a float, a double or a string."""
+    start = reader.pos
+    while True:
+        end = reader.pos
+        opcode = reader.length()
+        if opcode == MODULE_OPCODE_EOF:
+            return bytes(reader.data[start:end])
+        _skip_module_field(reader, opcode)
+
+
+def _load_module(reader: Reader, limits: Limits) -> ModuleValue:
+    """A MODULE_2 value of a registered type whose module is on; ModuleError otherwise."""
+    name, encoding_version = module_type_of_id(reader.length())
+    kind = MODULE_TYPES.get(name) if limits.module_types else None
+    if kind is None:
+        raise ModuleError(f"The RDB file contains module data I can't load: no matching module type '{name}'")
+    module = kind.MODULE_NAME or name
+    not_loaded = ModuleError(f"The RDB file contains module data for the module type '{module}', that "
+                             "the responsible module is not able to load. Check for modules log above "
+                             "for additional clues.")
+    if kind.MODULE_IO:
+        payload = _module_fields(reader)
+    else:
+        if reader.length() != MODULE_OPCODE_STRING:
+            raise not_loaded
+        payload = reader.string()
+        if reader.length() != MODULE_OPCODE_EOF:
+            raise ModuleError(f"The RDB file contains module data for the module '{module}' that is "
+                              "not terminated by the proper module value EOF marker")
+    try:
+        return kind.from_payload(payload, encoding_version)
+    except ValueError:
+        raise not_loaded from None
+
+
 def _not_loadable(reader: Reader, limits: Limits) -> Any:
-    raise FormatError("module values are not supported")
+    raise ModuleError("Pre-release module format not supported")
 
 
 _LOADERS: dict[int, Callable[[Reader, Limits], Any]] = {
@@ -1368,7 +1466,7 @@ _LOADERS: dict[int, Callable[[Reader, Limits], Any]] = {
     T_HASH: lambda r, lim: _load_hash(r, lim, with_ttls=False),
     T_ZSET_2: lambda r, lim: _load_zset(r, lim, binary=True),
     T_MODULE_PRE_GA: _not_loadable,
-    T_MODULE_2: _not_loadable,
+    T_MODULE_2: _load_module,
     T_HASH_ZIPMAP: _load_hash_zipmap,
     T_LIST_ZIPLIST: _load_ziplist_list,
     T_SET_INTSET: _load_intset,

@@ -434,10 +434,6 @@ class _Parser:
 
     def _value(self, contents: Contents, rdb_type: int, key: bytes) -> Any:
         r = self.reader
-        if rdb_type == rdb.T_MODULE_2:
-            name = module_name(r.length())
-            raise self.refuse(f"The RDB file contains module data I can't load: no matching module "
-                              f"type '{name}'", self.record)
         if rdb_type == rdb.T_MODULE_PRE_GA:
             raise self.refuse("Pre-release module format not supported", self.record)
         try:
@@ -447,6 +443,8 @@ class _Parser:
             return None
         except rdb.ShortRead:
             raise
+        except rdb.ModuleError as err:  # a module value: Valkey's own words for it
+            raise self.refuse(str(err), self.record) from None
         except rdb.FormatError as err:
             raise self.refuse(f"Bad data format in the value of key {key!r} ({err})") from None
 

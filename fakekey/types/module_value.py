@@ -21,6 +21,11 @@ class ModuleValue:
 
     TYPE_NAME: ClassVar[str] = ""  # TYPE's answer, the module type's 9-character name
     ENCODING_VERSION: ClassVar[int] = 0  # the module's encver, 0..1023, saved with each value
+    MODULE_NAME: ClassVar[str] = ""  # the module's name (MODULE LIST), for the loader's messages
+    # True: `payload` is what the module's rdb_save writes through RedisModule_Save*
+    # (opcode-tagged fields, without the closing EOF), written as it is, so DUMP's bytes
+    # are the module's. False: it is one opaque blob, written as one module string field.
+    MODULE_IO: ClassVar[bool] = False
 
     def __len__(self) -> int:
         return 1  # a module value is never "emptied" away by the write funnel
@@ -43,6 +48,11 @@ class ModuleValue:
     def memory_usage(self) -> int:
         """MEMORY USAGE's estimate of the value's own bytes."""
         return len(self.payload())
+
+    def rewrite_commands(self, key: bytes) -> list[list[bytes]] | None:
+        """The commands the module's aof_rewrite emits to rebuild the value at `key` in an
+        AOF base of commands (RedisBloom's BF.LOADCHUNK...); None: RESTORE of its DUMP."""
+        return None
 
 
 MODULE_TYPES: dict[str, type[ModuleValue]] = {}  # by TYPE_NAME: filled at import, read-only after
