@@ -94,17 +94,19 @@ def pairs_reply(c: Client, pairs: list[Pair], withscores: bool = True) -> list[A
     return [[member, score] for member, score in pairs]
 
 
+def columns_reply(c: Client, scores: list[float], members: list[bytes]) -> list[Any]:
+    """`pairs_reply` with scores, of members and their scores given side by side."""
+    if c.protocol == 2:
+        flat: list[Any] = [None] * (2 * len(members))
+        flat[0::2] = members
+        flat[1::2] = scores
+        return flat
+    return [[members[i], scores[i]] for i in range(len(members))]
+
+
 def nested_pairs(pairs: list[Pair]) -> list[list[Any]]:
     """[member, score] pairs in both protocols (ZMPOP, BZMPOP, RESP3 ZPOPMIN with count)."""
     return [[member, score] for member, score in pairs]
-
-
-def parse_count(raw: bytes) -> int:
-    """parse_int with a shortcut for the short non-negative counts most requests send
-    (digits without a leading zero are canonical and in range)."""
-    if raw.isdigit() and len(raw) < 19 and (raw[0] != 48 or len(raw) == 1):  # 48: b"0"
-        return int(raw)
-    return parse_int(raw)
 
 
 def parse_positive(raw: bytes, error: ReplyError = MUST_BE_POSITIVE) -> int:
@@ -209,11 +211,35 @@ def zadd_options(argv: list[bytes], flags: int) -> tuple[int, int]:
 
 def parse_score(raw: bytes) -> float:
     """A ZADD score: plain digits (the common form) go straight to float(), whose
-    result is then exact and in range; anything else through getDoubleFromObject's checks."""
+    result is then exact and in range, and so does a short plain decimal; anything else
+    through getDoubleFromObject's checks."""
     value = try_int(raw) if len(raw) < 16 else None  # below 2**53: exact as a float
     if value is not None:
         return float(value)
+    if _short_decimal(raw):
+        return float(raw)
     return parse_float(raw)
+
+
+def _short_decimal(raw: bytes) -> bool:
+    """Whether `raw` is `[-]digits[.digits]` with a digit somewhere, 24 bytes at most: a
+    form strtod and float() read alike, never out of range (no exponent, no spaces)."""
+    size = len(raw)
+    if not 0 < size <= 24:
+        return False
+    i = 1 if raw[0] == 45 else 0  # '-'
+    dot = False
+    digits = 0
+    while i < size:
+        c = raw[i]
+        if 48 <= c <= 57:
+            digits += 1
+        elif c == 46 and not dot:  # '.'
+            dot = True
+        else:
+            return False
+        i += 1
+    return digits > 0
 
 
 def _longest(members: list[bytes]) -> int:
@@ -550,7 +576,7 @@ def parse_range_request(
         if opt == _RANGE_WITHSCORES and not store:
             withscores = True
         elif opt == _RANGE_LIMIT and argc - j - 1 >= 2:
-            offset, limit = parse_count(argv[j + 1]), parse_count(argv[j + 2])
+            offset, limit = parse_int(argv[j + 1]), parse_int(argv[j + 2])
             j += 2
         elif opt == _RANGE_REV and reverse is None:
             reverse = True
@@ -600,8 +626,9 @@ def zrange_generic(c: Client, argv: list[bytes], kind: str | None, reverse: bool
     zs = lookup_zset(c, argv[1])
     if zs is None:
         return []
-    if type(req.rng) is ScoreRange and not req.withscores:  # members only: straight from the keys
-        return [key[1] for key in zs.range_by_score(req.rng, req.offset, req.limit, req.reverse)]
+    if type(req.rng) is ScoreRange:  # straight from the columns of the keys
+        scores, members = zs.range_by_score(req.rng, req.offset, req.limit, req.reverse, req.withscores)
+        return columns_reply(c, scores, members) if req.withscores else members
     return pairs_reply(c, run_range(zs, req), req.withscores)
 
 

@@ -4,12 +4,14 @@ Order is Valkey's: by score, then by member byte-wise (memcmp, a shorter prefix 
 which is exactly how Python compares `(score, member)` tuples of a float and bytes.
 NaN is never stored, and -0.0 compares equal to 0.0 as in C.
 
-`SortedKeys` keeps the `(score, member)` keys in a list of sorted sublists of at most
-`2 * LOAD` keys each, with the last key of every sublist in `_maxes` and a Fenwick tree
-over the sublist lengths for positions. With k = n / LOAD sublists:
+`SortedKeys` keeps the `(score, member)` keys in sorted sublists of at most `2 * LOAD`
+keys each, every sublist two columns side by side (its scores, its members: no tuple per
+key), with the last key of every sublist in `_max_scores`/`_max_members` and a Fenwick
+tree over the sublist lengths for positions. With k = n / LOAD sublists:
 
-- insert, delete: O(log n) comparisons plus an O(LOAD) memmove inside one sublist;
-  a split or merge (every ~LOAD changes) rebuilds the Fenwick tree in O(k);
+- insert, delete: O(log n) comparisons plus an O(LOAD) shift inside one sublist (a new
+  score that keeps the member's place only replaces the score); a split or merge (every
+  ~LOAD changes) rebuilds the Fenwick tree in O(k);
 - rank of a key, key at a position: O(log n);
 - first position where a monotone predicate holds (score and lex bounds): O(log n);
 - iterating m keys from a position, deleting a run of m keys: O(log n + m).
@@ -27,7 +29,7 @@ from __future__ import annotations
 import math
 import random
 import struct
-from bisect import bisect_left, insort
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Final
 
@@ -36,39 +38,100 @@ from fakekey.types.packed import LENGTH_BYTE, MAX_ITEM
 if TYPE_CHECKING:
     from fakekey.types.value import Configured
 
+# held as a constant: compiled code calls it without a module lookup
+_bisect_members: Final = bisect_left
+
 Key = tuple[float, bytes]
 Pair = tuple[bytes, float]
 
-LOAD = 1000  # sublist target size; a sublist splits past 2 * LOAD, merges under LOAD / 2
+# sublist target size; a sublist splits past 2 * LOAD, merges under LOAD / 2. Small: an
+# insert or delete shifts the rest of its sublist one slot, in two columns.
+LOAD = 256  # not Final: tests patch it
+
+
+def _score_bisect(scores: list[float], score: float, lo: int = 0, hi: int = -1) -> int:
+    """bisect_left over a column of scores (up to `hi`; -1: its end): a loop compiled to
+    native float comparisons, several times cheaper than the bisect module's generic ones."""
+    if hi < 0:
+        hi = len(scores)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if scores[mid] < score:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _score_bisect_right(scores: list[float], score: float, lo: int) -> int:
+    """bisect_right over a column of scores, from `lo`."""
+    hi = len(scores)
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if score < scores[mid]:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _before(score: float, member: bytes, other_score: float, other_member: bytes) -> bool:
+    """Whether the key (score, member) sorts before (other_score, other_member)."""
+    return score < other_score or (score == other_score and member < other_member)
 
 
 class SortedKeys:
-    """A sorted list of keys with O(log n) insert, delete, rank and positional access."""
+    """A sorted list of keys with O(log n) insert, delete, rank and positional access.
 
-    __slots__ = ("_lists", "_maxes", "_tree", "_len")
+    Held as columns, not as `(score, member)` tuples: each sublist is a list of scores
+    and a list of members side by side (the score objects are the ones the set's dict
+    holds), which saves a tuple (64 bytes) a member, and a key is found by bisecting
+    floats, then the members that share its score. The queries still answer `Key`
+    tuples, made only for what they answer."""
+
+    __slots__ = ("_scores", "_members", "_max_scores", "_max_members", "_tree", "_len")
 
     def __init__(self, keys: list[Key] | None = None) -> None:
         """`keys`, when given, must already be sorted and free of duplicates."""
-        self._lists: list[list[Key]] = []
-        self._maxes: list[Key] = []
+        self._scores: list[list[float]] = []  # sublist by sublist: its scores ...
+        self._members: list[list[bytes]] = []  # ... and its members, in key order
+        self._max_scores: list[float] = []  # the last key of each sublist: its score ...
+        self._max_members: list[bytes] = []  # ... and its member
         self._tree: list[int] | None = None  # Fenwick tree over sublist lengths; None = stale
         self._len = 0
         if keys:
-            self._lists = [keys[i : i + LOAD] for i in range(0, len(keys), LOAD)]
-            self._maxes = [sub[-1] for sub in self._lists]
-            self._len = len(keys)
+            self._fill([key[0] for key in keys], [key[1] for key in keys])
+
+    @classmethod
+    def from_columns(cls, scores: list[float], members: list[bytes]) -> SortedKeys:
+        """The keys (scores[i], members[i]), already sorted and distinct."""
+        made = cls()
+        if scores:
+            made._fill(scores, members)
+        return made
+
+    def _fill(self, scores: list[float], members: list[bytes]) -> None:
+        for i in range(0, len(scores), LOAD):
+            self._scores.append(scores[i : i + LOAD])
+            self._members.append(members[i : i + LOAD])
+        self._max_scores = [sub[-1] for sub in self._scores]
+        self._max_members = [sub[-1] for sub in self._members]
+        self._len = len(scores)
 
     def __len__(self) -> int:
         return self._len
 
     def __iter__(self) -> Iterator[Key]:
-        for sub in self._lists:
-            yield from sub
+        members = self._members
+        for i, scores in enumerate(self._scores):
+            yield from zip(scores, members[i])
 
     def copy(self) -> SortedKeys:
         clone = SortedKeys()
-        clone._lists = [list(sub) for sub in self._lists]
-        clone._maxes = list(self._maxes)
+        clone._scores = [list(sub) for sub in self._scores]
+        clone._members = [list(sub) for sub in self._members]
+        clone._max_scores = list(self._max_scores)
+        clone._max_members = list(self._max_members)
         clone._len = self._len
         return clone
 
@@ -78,9 +141,9 @@ class SortedKeys:
         """The Fenwick tree (1-based) over sublist lengths, rebuilt in O(k) when stale."""
         tree = self._tree
         if tree is None:
-            size = len(self._lists)
+            size = len(self._scores)
             tree = [0] * (size + 1)
-            for i, sub in enumerate(self._lists, 1):
+            for i, sub in enumerate(self._scores, 1):
                 tree[i] += len(sub)
                 parent = i + (i & -i)
                 if parent <= size:
@@ -113,11 +176,11 @@ class SortedKeys:
 
     def _locate(self, pos: int) -> tuple[int, int]:
         """(sublist, offset in it) of position `pos` (0 <= pos < len)."""
-        first = len(self._lists[0])
+        first = len(self._scores[0])
         if pos < first:
             return 0, pos
-        last_index = len(self._lists) - 1
-        last_start = self._len - len(self._lists[last_index])
+        last_index = len(self._scores) - 1
+        last_start = self._len - len(self._scores[last_index])
         if pos >= last_start:
             return last_index, pos - last_start
         tree = self._fenwick()
@@ -132,116 +195,175 @@ class SortedKeys:
             step >>= 1
         return index, pos
 
+    # --- finding a key -------------------------------------------------------------------
+
+    def _sublist(self, score: float, member: bytes) -> int:
+        """The sublist a key falls in: the first whose last key is not below it (the
+        number of sublists when it sorts after them all)."""
+        max_scores = self._max_scores
+        index = _score_bisect(max_scores, score)
+        if index < len(max_scores) and max_scores[index] == score:
+            index = _bisect_members(self._max_members, member, index, _score_bisect_right(max_scores, score, index))
+        return index
+
+    def _place(self, index: int, score: float, member: bytes) -> int:
+        """How many keys of sublist `index` sort before (score, member): a bisect of the
+        scores, then of the members that share the score, if any do."""
+        scores = self._scores[index]
+        at = _score_bisect(scores, score)
+        if at < len(scores) and scores[at] == score:
+            at = _bisect_members(self._members[index], member, at, _score_bisect_right(scores, score, at))
+        return at
+
+    def _fits(self, index: int, score: float, member: bytes) -> bool:
+        """Whether the key sorts after sublist index-1's keys and before index+1's."""
+        if index and not _before(self._max_scores[index - 1], self._max_members[index - 1], score, member):
+            return False
+        return index + 1 == len(self._scores) or _before(
+            score, member, self._scores[index + 1][0], self._members[index + 1][0])
+
+    def _new_max(self, index: int) -> None:
+        self._max_scores[index] = self._scores[index][-1]
+        self._max_members[index] = self._members[index][-1]
+
+    def _key_at(self, index: int, offset: int) -> Key:
+        return (self._scores[index][offset], self._members[index][offset])
+
     # --- changes -------------------------------------------------------------------------
 
-    def add(self, key: Key) -> None:
-        """Insert `key`, which must not be present."""
-        lists, maxes = self._lists, self._maxes
+    def insert(self, score: float, member: bytes) -> None:
+        """Insert the key (score, member), which must not be present."""
+        all_scores = self._scores
         self._len += 1
-        if not maxes:
-            lists.append([key])
-            maxes.append(key)
+        if not all_scores:
+            all_scores.append([score])
+            self._members.append([member])
+            self._max_scores.append(score)
+            self._max_members.append(member)
             self._tree = None
             return
-        index = bisect_left(maxes, key)
-        if index == len(maxes):
+        index = self._sublist(score, member)
+        if index == len(all_scores):  # past the last key: the end of the last sublist
             index -= 1
-            sub = lists[index]
-            sub.append(key)
-            maxes[index] = key
+            scores, members = all_scores[index], self._members[index]
+            scores.append(score)
+            members.append(member)
+            self._max_scores[index] = score
+            self._max_members[index] = member
         else:
-            sub = lists[index]
-            insort(sub, key)
-        if len(sub) > 2 * LOAD:
-            lists[index : index + 1] = [sub[:LOAD], sub[LOAD:]]
-            maxes[index : index + 1] = [sub[LOAD - 1], sub[-1]]
-            self._tree = None
+            scores, members = all_scores[index], self._members[index]
+            at = self._place(index, score, member)
+            scores.insert(at, score)
+            members.insert(at, member)
+        if len(scores) > 2 * LOAD:
+            self._split(index)
         else:
             self._adjust(index, 1)
 
-    def replace(self, old: Key, new: Key) -> None:
-        """Swap the present `old` for the absent `new` (a member's new score). When `new`
-        sorts into the same sublist, that is two bisects and no bookkeeping of lengths."""
-        lists, maxes = self._lists, self._maxes
-        index = bisect_left(maxes, old)
-        sub = lists[index]
-        if (index == 0 or maxes[index - 1] < new) and (
-            index + 1 == len(lists) or new < lists[index + 1][0]
-        ):
-            del sub[bisect_left(sub, old)]
-            insort(sub, new)
-            maxes[index] = sub[-1]
-            return
-        self._delete_at(index, bisect_left(sub, old))
-        self.add(new)
+    def _split(self, index: int) -> None:
+        """Cut the oversized sublist `index` in two."""
+        scores, members = self._scores[index], self._members[index]
+        self._scores[index : index + 1] = [scores[:LOAD], scores[LOAD:]]
+        self._members[index : index + 1] = [members[:LOAD], members[LOAD:]]
+        self._max_scores[index : index + 1] = [scores[LOAD - 1], scores[-1]]
+        self._max_members[index : index + 1] = [members[LOAD - 1], members[-1]]
+        self._tree = None
 
-    def remove(self, key: Key) -> None:
-        """Delete `key`, which must be present."""
-        index = bisect_left(self._maxes, key)
-        sub = self._lists[index]
-        self._delete_at(index, bisect_left(sub, key))
+    def move(self, member: bytes, old: float, new: float) -> None:
+        """Give the present key (old, member) the score `new` (absent with it). A key
+        that keeps its sublist changes no length: only its score is replaced when it
+        keeps its place, else it moves within the sublist."""
+        index = self._sublist(old, member)
+        scores, members = self._scores[index], self._members[index]
+        at = self._place(index, old, member)
+        last = len(scores) - 1
+        if (at == 0 or _before(scores[at - 1], members[at - 1], new, member)) and (
+                at == last or _before(new, member, scores[at + 1], members[at + 1])):
+            if (at and at < last) or self._fits(index, new, member):  # its place, whatever the score
+                scores[at] = new
+                if at == last:
+                    self._max_scores[index] = new
+                return
+        elif self._fits(index, new, member):
+            del scores[at]
+            del members[at]
+            to = self._place(index, new, member)
+            scores.insert(to, new)
+            members.insert(to, member)
+            if at == last or to == last:
+                self._new_max(index)
+            return
+        self._delete_at(index, at)
+        self.insert(new, member)
+
+    def remove(self, score: float, member: bytes) -> None:
+        """Delete the key (score, member), which must be present."""
+        index = self._sublist(score, member)
+        self._delete_at(index, self._place(index, score, member))
 
     def pop(self, pos: int) -> Key:
         """Remove and answer the key at `pos` (negative counts from the end)."""
         if pos < 0:
             pos += self._len
         index, offset = self._locate(pos)
-        key = self._lists[index][offset]
+        key = self._key_at(index, offset)
         self._delete_at(index, offset)
         return key
 
     def _delete_at(self, index: int, offset: int) -> None:
-        lists, maxes = self._lists, self._maxes
-        sub = lists[index]
-        del sub[offset]
+        scores, members = self._scores[index], self._members[index]
+        del scores[offset]
+        del members[offset]
         self._len -= 1
-        if len(sub) > LOAD // 2:
-            maxes[index] = sub[-1]
+        if len(scores) > LOAD // 2 or (scores and len(self._scores) == 1):
+            if offset == len(scores):  # the last key went: a new max
+                self._new_max(index)
             self._adjust(index, -1)
-        elif len(lists) > 1:
+        elif len(self._scores) > 1:
             self._merge_small(index)
-        elif sub:
-            maxes[index] = sub[-1]
-            self._adjust(index, -1)
         else:
-            lists.clear()
-            maxes.clear()
+            self._scores.clear()
+            self._members.clear()
+            self._max_scores.clear()
+            self._max_members.clear()
             self._tree = None
 
     def _merge_small(self, index: int) -> None:
         """Join the undersized sublist `index` with a neighbour, splitting if too long."""
-        lists, maxes = self._lists, self._maxes
         if index == 0:
             index = 1
-        prev = lists[index - 1]
-        prev.extend(lists[index])
-        del lists[index]
-        del maxes[index]
-        if len(prev) > 2 * LOAD:
-            half = len(prev) // 2
-            lists[index - 1 : index] = [prev[:half], prev[half:]]
-            maxes[index - 1 : index] = [prev[half - 1], prev[-1]]
+        all_scores, all_members = self._scores, self._members
+        all_scores[index - 1].extend(all_scores[index])
+        all_members[index - 1].extend(all_members[index])
+        del all_scores[index]
+        del all_members[index]
+        del self._max_scores[index]
+        del self._max_members[index]
+        if len(all_scores[index - 1]) > 2 * LOAD:
+            self._split(index - 1)
         else:
-            maxes[index - 1] = prev[-1]
+            self._new_max(index - 1)
         self._tree = None
 
-    def delete_range(self, start: int, stop: int) -> list[Key]:
-        """Remove the keys at positions [start, stop) and answer them, in order."""
+    def delete_range(self, start: int, stop: int) -> list[bytes]:
+        """Remove the keys at positions [start, stop) and answer their members, in order."""
         if start >= stop:
             return []
         if start == 0 and stop >= self._len:
-            whole: list[Key] = list(self)
-            self._lists, self._maxes, self._tree, self._len = [], [], None, 0
+            whole = [member for members in self._members for member in members]
+            self._scores, self._members, self._tree, self._len = [], [], None, 0
+            self._max_scores, self._max_members = [], []
             return whole
         first, first_off = self._locate(start)
-        removed: list[Key] = []
+        removed: list[bytes] = []
         index, offset = first, first_off
         remaining = min(stop, self._len) - start
         while remaining:
-            sub = self._lists[index]
-            take = min(remaining, len(sub) - offset)
-            removed.extend(sub[offset : offset + take])
-            del sub[offset : offset + take]
+            scores, members = self._scores[index], self._members[index]
+            take = min(remaining, len(scores) - offset)
+            removed += members[offset : offset + take]
+            del scores[offset : offset + take]
+            del members[offset : offset + take]
             remaining -= take
             index += 1
             offset = 0
@@ -252,13 +374,17 @@ class SortedKeys:
     def _compact(self, lo: int, hi: int) -> None:
         """After a range deletion touched sublists [lo, hi): drop empty ones, refresh
         maxes, and merge an undersized survivor with its neighbour."""
-        kept = [sub for sub in self._lists[lo:hi] if sub]
-        self._lists[lo:hi] = kept
-        self._maxes[lo:hi] = [sub[-1] for sub in kept]
+        kept = [i for i in range(lo, hi) if self._scores[i]]
+        scores = [self._scores[i] for i in kept]
+        members = [self._members[i] for i in kept]
+        self._scores[lo:hi] = scores
+        self._members[lo:hi] = members
+        self._max_scores[lo:hi] = [sub[-1] for sub in scores]
+        self._max_members[lo:hi] = [sub[-1] for sub in members]
         self._tree = None
         for index in range(lo + len(kept) - 1, lo - 1, -1):
-            if len(self._lists) > 1 and index < len(self._lists):
-                if len(self._lists[index]) <= LOAD // 2:
+            if len(self._scores) > 1 and index < len(self._scores):
+                if len(self._scores[index]) <= LOAD // 2:
                     self._merge_small(index)
 
     # --- queries -------------------------------------------------------------------------
@@ -266,38 +392,45 @@ class SortedKeys:
     def at(self, pos: int) -> Key:
         """The key at position `pos` (0 <= pos < len)."""
         index, offset = self._locate(pos)
-        return self._lists[index][offset]
+        return self._key_at(index, offset)
 
     def index(self, key: Key) -> int:
         """The position of `key`, which must be present."""
-        index = bisect_left(self._maxes, key)
-        return self._offset(index) + bisect_left(self._lists[index], key)
+        index = self._sublist(key[0], key[1])
+        return self._offset(index) + self._place(index, key[0], key[1])
 
     def bisect(self, key: Key) -> int:
         """How many keys sort before `key`."""
-        index = bisect_left(self._maxes, key)
-        if index == len(self._maxes):
+        index = self._sublist(key[0], key[1])
+        if index == len(self._scores):
             return self._len
-        return self._offset(index) + bisect_left(self._lists[index], key)
+        return self._offset(index) + self._place(index, key[0], key[1])
+
+    def below_score(self, score: float) -> int:
+        """How many keys have a score below `score`."""
+        index = _score_bisect(self._max_scores, score)
+        if index == len(self._scores):
+            return self._len
+        return self._offset(index) + _score_bisect(self._scores[index], score)
 
     def first_true(self, pred: Callable[[Key], bool]) -> int:
         """The first position whose key satisfies `pred` (False...False True...True
         along the order), or len when none does. O(log n) calls of `pred`."""
-        maxes = self._maxes
-        lo, hi = 0, len(maxes)
+        max_scores, max_members = self._max_scores, self._max_members
+        lo, hi = 0, len(max_scores)
         while lo < hi:
             mid = (lo + hi) // 2
-            if pred(maxes[mid]):
+            if pred((max_scores[mid], max_members[mid])):
                 hi = mid
             else:
                 lo = mid + 1
-        if lo == len(maxes):
+        if lo == len(max_scores):
             return self._len
-        sub = self._lists[lo]
-        left, right = 0, len(sub) - 1  # pred holds at sub[-1] (its max)
+        scores, members = self._scores[lo], self._members[lo]
+        left, right = 0, len(scores) - 1  # pred holds at the sublist's last key (its max)
         while left < right:
             mid = (left + right) // 2
-            if pred(sub[mid]):
+            if pred((scores[mid], members[mid])):
                 right = mid
             else:
                 left = mid + 1
@@ -308,114 +441,155 @@ class SortedKeys:
         if not 0 <= pos < self._len:
             return
         index, offset = self._locate(pos)
-        lists = self._lists
+        all_scores, all_members = self._scores, self._members
         if reverse:
-            sub = lists[index]
+            scores, members = all_scores[index], all_members[index]
             for j in range(offset, -1, -1):
-                yield sub[j]
+                yield (scores[j], members[j])
             for i in range(index - 1, -1, -1):
-                yield from reversed(lists[i])
+                yield from zip(reversed(all_scores[i]), reversed(all_members[i]))
         else:
-            yield from lists[index][offset:]
-            for i in range(index + 1, len(lists)):
-                yield from lists[i]
+            yield from zip(all_scores[index][offset:], all_members[index][offset:])
+            for i in range(index + 1, len(all_scores)):
+                yield from zip(all_scores[i], all_members[i])
 
     def slice(self, start: int, stop: int, reverse: bool = False) -> list[Key]:
         """Keys at positions [start, stop), in order, or from stop-1 down to start: as
         many as `iter_from` would give from the first of them (none when it is out of
         range). Cut from the sublists, not iterated."""
+        scores, members = self.columns(start, stop, reverse)
+        return list(zip(scores, members))
+
+    def columns(self, start: int, stop: int, reverse: bool = False) -> tuple[list[float], list[bytes]]:
+        """`slice`'s keys as two lists: their scores and their members."""
         if stop <= start:
-            return []
+            return [], []
         if reverse:
             if not 0 <= stop - 1 < self._len:
-                return []
+                return [], []
             start = max(start, 0)
         else:
             if not 0 <= start < self._len:
-                return []
+                return [], []
             stop = min(stop, self._len)
         index, offset = self._locate(start)
-        lists = self._lists
+        all_scores, all_members = self._scores, self._members
         want = stop - start
-        out = lists[index][offset:offset + want]
-        while len(out) < want:
+        scores = all_scores[index][offset : offset + want]
+        members = all_members[index][offset : offset + want]
+        while len(scores) < want:
             index += 1
-            out += lists[index][:want - len(out)]
+            more = want - len(scores)
+            scores += all_scores[index][:more]
+            members += all_members[index][:more]
         if reverse:
-            out.reverse()
-        return out
+            scores.reverse()
+            members.reverse()
+        return scores, members
 
-    def scan_up(self, first: Key, past: Key | None, skip: int, count: int) -> list[Key] | None:
-        """Keys from the first one >= `first` on, past `skip` of them, below `past` (None:
-        no bound), at most `count` (negative: no cap), ascending: a score range read from
-        where it starts, without positions. None when `skip` leaves the first sublist
-        (the caller counts positions then)."""
-        maxes = self._maxes
-        i = bisect_left(maxes, first)
-        if i == len(maxes):
+    def scan_up(self, first: float, past: float | None, skip: int, count: int) -> list[int] | None:
+        """The keys scored `first` or more and below `past` (None: no bound), past `skip`
+        of them, at most `count` (negative: no cap), ascending: a score range read from
+        where it starts, without positions. Answers runs of the columns, [sublist, start,
+        stop, ...] (`gather` reads them); None when `skip` leaves the first sublist (the
+        caller counts positions then)."""
+        all_scores = self._scores
+        i = _score_bisect(self._max_scores, first)
+        if i == len(all_scores):
             return []
-        lists = self._lists
-        sub = lists[i]
-        j = bisect_left(sub, first) + skip
-        if j >= len(sub):
+        scores = all_scores[i]
+        j = _score_bisect(scores, first) + skip
+        if j >= len(scores):
             return None
-        out: list[Key] = []
-        last = len(lists) - 1
+        runs: list[int] = []
+        last = len(all_scores) - 1
+        taken = 0
         while True:
-            out += sub[j:] if count < 0 else sub[j : j + count - len(out)]
-            if len(out) == count or i == last or (past is not None and maxes[i] >= past):
+            stop = len(scores) if count < 0 else min(len(scores), j + count - taken)
+            if past is not None and scores[stop - 1] >= past:
+                stop = _score_bisect(scores, past, j, stop)
+                if stop > j:
+                    runs += (i, j, stop)
+                break
+            runs += (i, j, stop)
+            taken += stop - j
+            if taken == count or i == last:
                 break
             i += 1
-            sub = lists[i]
+            scores = all_scores[i]
             j = 0
-        if past is not None and out and out[-1] >= past:
-            del out[bisect_left(out, past):]
-        return out
+        return runs
 
-    def scan_down(self, past: Key | None, first: Key, skip: int, count: int) -> list[Key] | None:
-        """`scan_up` reversed: keys below `past` (None: from the last), past `skip` of
-        them, down to `first` included, at most `count`, descending."""
-        lists = self._lists
-        if not lists:
+    def scan_down(self, past: float | None, first: float, skip: int, count: int) -> list[int] | None:
+        """`scan_up` reversed: the keys scored below `past` (None: from the last), past
+        `skip` of them, down to the score `first` included, at most `count`, descending:
+        runs [sublist, start, stop, ...], each read from stop-1 down to start."""
+        all_scores = self._scores
+        if not all_scores:
             return []
-        i = len(lists) - 1
-        j = len(lists[i]) - 1
+        i = len(all_scores) - 1
+        j = len(all_scores[i]) - 1
         if past is not None:
-            i = bisect_left(self._maxes, past)
-            if i == len(lists):
+            i = _score_bisect(self._max_scores, past)
+            if i == len(all_scores):
                 i -= 1
             else:
-                j = bisect_left(lists[i], past) - 1
+                j = _score_bisect(all_scores[i], past) - 1
                 if j < 0:
                     if i == 0:
                         return []
                     i -= 1
-                j = len(lists[i]) - 1 if j < 0 else j
+                j = len(all_scores[i]) - 1 if j < 0 else j
         j -= skip
         if j < 0:
             return None
-        out: list[Key] = []
+        runs: list[int] = []
+        taken = 0
         while True:
-            sub = lists[i]
-            start = 0 if count < 0 else max(0, j + 1 - (count - len(out)))
-            out += reversed(sub[start : j + 1])
-            if len(out) == count or i == 0 or sub[0] < first:
+            scores = all_scores[i]
+            start = 0 if count < 0 else max(0, j + 1 - (count - taken))
+            if scores[start] < first:
+                start = _score_bisect(scores, first, start, j + 1)
+                if start <= j:
+                    runs += (i, start, j + 1)
+                break
+            runs += (i, start, j + 1)
+            taken += j + 1 - start
+            if taken == count or i == 0:
                 break
             i -= 1
-            j = len(lists[i]) - 1
-        if out and out[-1] < first:
-            del out[bisect_left(out, True, key=lambda key: key < first):]
-        return out
+            j = len(all_scores[i]) - 1
+        return runs
+
+    def gather(self, runs: list[int], reverse: bool, with_scores: bool) -> tuple[list[float], list[bytes]]:
+        """The scores (when asked) and the members of `scan_up`/`scan_down`'s runs."""
+        all_scores, all_members = self._scores, self._members
+        scores: list[float] = []
+        members: list[bytes] = []
+        for r in range(0, len(runs), 3):
+            i, start, stop = runs[r], runs[r + 1], runs[r + 2]
+            if reverse:
+                members += reversed(all_members[i][start:stop])
+                if with_scores:
+                    scores += reversed(all_scores[i][start:stop])
+            else:
+                members += all_members[i][start:stop]
+                if with_scores:
+                    scores += all_scores[i][start:stop]
+        return scores, members
 
     def check(self) -> None:
         """Assert the internal invariants (for tests)."""
         flat = list(self)
         assert flat == sorted(flat) and len(set(flat)) == len(flat)
         assert len(flat) == self._len
-        assert all(self._lists) and all(len(s) <= 2 * LOAD for s in self._lists)
-        assert self._maxes == [s[-1] for s in self._lists]
+        assert len(self._scores) == len(self._members) == len(self._max_scores) == len(self._max_members)
+        assert all(len(s) == len(m) for s, m in zip(self._scores, self._members, strict=True))
+        assert all(self._scores) and all(len(s) <= 2 * LOAD for s in self._scores)
+        assert self._max_scores == [s[-1] for s in self._scores]
+        assert self._max_members == [m[-1] for m in self._members]
         if self._tree is not None:
-            sizes = [len(s) for s in self._lists]
+            sizes = [len(s) for s in self._scores]
             assert all(self._offset(i) == sum(sizes[:i]) for i in range(len(sizes)))
 
 
@@ -439,22 +613,24 @@ class ScoreRange:
     def lte_max(self, key: Key) -> bool:
         return key[0] < self.max if self.maxex else key[0] <= self.max
 
-    def first_key(self) -> Key | None:
-        """The smallest key that is >= min (None: no key can be), for a C-speed bisect."""
+    def first_score(self) -> float | None:
+        """The lowest score a key in range can have: keys from the first one scored this
+        or more are in range as far as min goes (None: no key can be)."""
         return _score_floor(self.min, above=self.minex)
 
-    def past_key(self) -> Key | None:
-        """The smallest key beyond max (None: no key can be)."""
+    def past_score(self) -> float | None:
+        """The lowest score beyond max (None: no key can be)."""
         return _score_floor(self.max, above=not self.maxex)
 
 
-def _score_floor(score: float, above: bool) -> Key | None:
-    """The smallest key with a score >= `score` (or > it when `above`)."""
+def _score_floor(score: float, above: bool) -> float | None:
+    """`score`, or when `above` the next double after it: the lowest score a key must
+    have to be >= `score` (or > it)."""
     if above:
         if score == math.inf:
             return None
         score = math.nextafter(score, math.inf)
-    return (score, b"")
+    return score
 
 
 class _LexInfinity:
@@ -630,7 +806,7 @@ class ZSet:
         """The (score, member) order to read: the live one, or a copy decoded from the
         packed form; never to be changed."""
         keys = self._keys
-        return SortedKeys(_decode(self._packed or b"")) if keys is None else keys
+        return SortedKeys.from_columns(*_decode_columns(self._packed or b"")) if keys is None else keys
 
     # --- encoding ------------------------------------------------------------------------
 
@@ -647,9 +823,9 @@ class ZSet:
     def _to_dict_form(self) -> None:
         packed = self._packed
         if packed is not None:
-            keys = _decode(packed)
-            self._keys = SortedKeys(keys)
-            self._scores = {member: score for score, member in keys}
+            scores, members = _decode_columns(packed)
+            self._keys = SortedKeys.from_columns(scores, members)
+            self._scores = dict(zip(members, scores))  # the same score objects as the columns'
             self._packed = None
             self._count = 0
 
@@ -692,7 +868,7 @@ class ZSet:
         scores, keys = self._scores, self._keys
         assert scores is not None and keys is not None
         scores[member] = score
-        keys.add((score, member))
+        keys.insert(score, member)
 
     def update(self, member: bytes, score: float) -> None:
         """Give a present member a new score."""
@@ -705,7 +881,7 @@ class ZSet:
             return
         scores, keys = self._scores, self._keys
         assert scores is not None and keys is not None
-        keys.replace((scores[member], member), (score, member))
+        keys.move(member, scores[member], score)
         scores[member] = score
 
     def remove(self, member: bytes) -> bool:
@@ -722,7 +898,7 @@ class ZSet:
         score = scores.pop(member, None)
         if score is None:
             return False
-        keys.remove((score, member))
+        keys.remove(score, member)
         return True
 
     def rank(self, member: bytes, reverse: bool = False) -> int | None:
@@ -782,10 +958,10 @@ class ZSet:
             return removed
         sorted_keys, scores = self._keys, self._scores
         assert sorted_keys is not None and scores is not None
-        removed_keys = sorted_keys.delete_range(start, stop)
-        for _, member in removed_keys:
+        members = sorted_keys.delete_range(start, stop)
+        for member in members:
             del scores[member]
-        return len(removed_keys)
+        return len(members)
 
     def random_pairs(self, count: int) -> list[Pair]:
         """`count` members picked independently (repeats possible), in pick order."""
@@ -814,15 +990,15 @@ class ZSet:
     def _count_below(self, keys: SortedKeys, rng: Range) -> int:
         """How many keys sort before the range's min (the search a skiplist does)."""
         if isinstance(rng, ScoreRange):
-            key = rng.first_key()
-            return len(keys) if key is None else keys.bisect(key)
+            score = rng.first_score()
+            return len(keys) if score is None else keys.below_score(score)
         return keys.first_true(rng.gte_min)
 
     def _count_through(self, keys: SortedKeys, rng: Range) -> int:
         """How many keys sort before the first key beyond the range's max."""
         if isinstance(rng, ScoreRange):
-            key = rng.past_key()
-            return len(keys) if key is None else keys.bisect(key)
+            score = rng.past_score()
+            return len(keys) if score is None else keys.below_score(score)
         return keys.first_true(lambda key: not rng.lte_max(key))
 
     def _in_range_at_all(self, keys: SortedKeys, rng: Range) -> bool:
@@ -876,42 +1052,44 @@ class ZSet:
 
     def _score_positions(self, keys: SortedKeys, rng: ScoreRange) -> tuple[int, int]:
         """(lo, hi): the keys within `rng` are at positions [lo, hi) (none when hi <= lo)."""
-        first, past = rng.first_key(), rng.past_key()
-        lo = len(keys) if first is None else keys.bisect(first)
-        hi = len(keys) if past is None else keys.bisect(past)
+        first, past = rng.first_score(), rng.past_score()
+        lo = len(keys) if first is None else keys.below_score(first)
+        hi = len(keys) if past is None else keys.below_score(past)
         return lo, hi
 
-    def range_by_score(self, rng: ScoreRange, offset: int, limit: int, reverse: bool) -> list[Key]:
-        """`range_query` for a score range, from two searches: the keys in reply order.
-        A listpack steps `offset` keys from the first (last) key in range, so a negative
-        offset finds nothing; a skiplist seeks the offset-th key in range, a negative
-        offset counting from the far end of it. A negative limit means no limit."""
+    def range_by_score(self, rng: ScoreRange, offset: int, limit: int, reverse: bool,
+                       with_scores: bool = True) -> tuple[list[float], list[bytes]]:
+        """`range_query` for a score range, from two searches: the keys in reply order,
+        as their scores (when asked; else none) and their members. A listpack steps
+        `offset` keys from the first (last) key in range, so a negative offset finds
+        nothing; a skiplist seeks the offset-th key in range, a negative offset counting
+        from the far end of it. A negative limit means no limit."""
         if limit == 0 or (offset < 0 and not self.skiplist):
-            return []
+            return [], []
         keys = self.sorted_keys()
         if offset >= 0:  # the common case: read from where the range starts (ends)
-            first = rng.first_key()
+            first = rng.first_score()
             if first is None:
-                return []
-            past = rng.past_key()
+                return [], []
+            past = rng.past_score()
             if reverse:
-                found = keys.scan_down(past, first, offset, limit)
+                runs = keys.scan_down(past, first, offset, limit)
             else:
-                found = keys.scan_up(first, past, offset, limit)
-            if found is not None:
-                return found
+                runs = keys.scan_up(first, past, offset, limit)
+            if runs is not None:
+                return keys.gather(runs, reverse, with_scores)
         lo, hi = self._score_positions(keys, rng)
         if hi <= lo:
-            return []
+            return [], []
         if reverse:
             start = hi - 1 - offset if offset >= 0 else lo - offset - 1
             if not lo <= start < hi:
-                return []
-            return keys.slice(lo if limit < 0 else max(lo, start - limit + 1), start + 1, True)
+                return [], []
+            return keys.columns(lo if limit < 0 else max(lo, start - limit + 1), start + 1, True)
         start = lo + offset if offset >= 0 else hi + offset
         if not lo <= start < hi:
-            return []
-        return keys.slice(start, hi if limit < 0 else min(hi, start + limit))
+            return [], []
+        return keys.columns(start, hi if limit < 0 else min(hi, start + limit))
 
     def range_query(self, rng: Range, offset: int, limit: int, reverse: bool) -> list[Pair]:
         """ZRANGEBYSCORE/ZRANGEBYLEX with LIMIT as Valkey walks it. A listpack steps
@@ -919,7 +1097,8 @@ class ZSet:
         nothing; a skiplist seeks the offset-th key in range, where a negative offset
         counts from the far end of the range. A negative limit means no limit."""
         if isinstance(rng, ScoreRange):
-            return [(key[1], key[0]) for key in self.range_by_score(rng, offset, limit, reverse)]
+            scores, members = self.range_by_score(rng, offset, limit, reverse)
+            return list(zip(members, scores))
         keys = self.sorted_keys()
         if self.skiplist:
             start = self._nth_in_range(keys, rng, -offset - 1 if reverse else offset)
@@ -1062,6 +1241,20 @@ def _decode(packed: bytes) -> list[Key]:
         keys.append((_score_at(packed, pos), packed[pos + 9:at]))
         pos = at
     return keys
+
+
+def _decode_columns(packed: bytes) -> tuple[list[float], list[bytes]]:
+    """`_decode`'s keys as two lists, their scores and their members."""
+    scores: list[float] = []
+    members: list[bytes] = []
+    pos = 0
+    end = len(packed)
+    while pos < end:
+        at = pos + 9 + packed[pos + 8]
+        scores.append(_score_at(packed, pos))
+        members.append(packed[pos + 9:at])
+        pos = at
+    return scores, members
 
 
 def _encode(keys: list[Key]) -> bytes:
