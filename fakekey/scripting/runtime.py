@@ -1140,6 +1140,10 @@ class LuaSandbox:
         if prepare is not None:
             prepare(self)
         api[b"lock"]()
+        # lupa looks `debug.traceback` up in the state's own globals before every call into
+        # Lua, for its error handler; the bootstrap holds what it uses of `debug` as
+        # upvalues and scripts never see these globals, so it goes: one lookup a call less.
+        self.lua.globals()[b"debug"] = None
 
     def wrap_callable(self, fn: Callable[..., tuple]) -> Any:
         """A Lua closure around `fn(*args) -> (ok, results...)` (see LibraryContext.wrap)."""
