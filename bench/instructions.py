@@ -55,6 +55,8 @@ WORKLOADS: dict[str, tuple[list[bytes], bytes]] = {
     "INCR": ([], encode("INCR", "n")),
     "LPUSH": ([], encode("LPUSH", "l", "x")),
     "HSET": ([], encode("HSET", "h", "f", "v")),
+    # enough elements for every pop of both runs (at most 3,520 with the defaults)
+    "LPOP": ([encode("RPUSH", "l", *[f"item{i}" for i in range(10000)])], encode("LPOP", "l")),
     "ZADD": ([encode("ZADD", "z", *[x for i in range(1000) for x in (i, f"m{i}")])],
              encode("ZADD", "z", "500.5", "m500")),
     "ZRANGEBYSCORE": ([encode("ZADD", "z", *[x for i in range(1000) for x in (i, f"m{i}")])],
@@ -75,6 +77,10 @@ WORKLOADS: dict[str, tuple[list[bytes], bytes]] = {
                      encode("LPUSH", "l", "item") + encode("RPOP", "l")),
     "ZADD10": ([encode("ZADD", "z", *[x for i in range(10) for x in (i, f"member{i}")])],
                encode("ZADD", "z", "7.5", "member7")),
+    "LPOP_RPUSH10": ([encode("RPUSH", "l", *[f"item{i}" for i in range(10)])],
+                     encode("LPOP", "l") + encode("RPUSH", "l", "item")),
+    "LRANGE10": ([encode("RPUSH", "l", *[f"item{i}" for i in range(10)])], encode("LRANGE", "l", "0", "-1")),
+    "LINDEX10": ([encode("RPUSH", "l", *[f"item{i}" for i in range(10)])], encode("LINDEX", "l", "6")),
 }
 
 

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/memory.py                          # both parts (1M elements, 1M requests)
     .venv/bin/python bench/memory.py --part size --elements 1000000
+    .venv/bin/python bench/memory.py --part size --elements 200000 --runs 5 --root /tmp/other  # a built checkout
     .venv/bin/python bench/memory.py --part leak --requests 10000000      # the issue's long run
     .venv/bin/python bench/memory.py --part leak --requests 1000000 --count  # live blocks, objects by type
     .venv/bin/python bench/memory.py --part leak --requests 100000 --trace  # where the growth is (slow)
@@ -9,7 +10,8 @@
 **size**: for each data set (small strings, fields of one hash, 10-field hashes, members of
 one sorted set, lists, sets and sorted sets of 10 elements, streams of 10 entries), a fresh fakekey and a fresh valkey-server; the RSS of each (VmRSS from
 /proc, fakekey's after a full `gc.collect()`) and Valkey's `used_memory` are read before
-and after the load, and the table gives the growth per element.
+and after the load, and the table gives the growth per element (with `--runs N`, each
+figure's median over N runs). `--root DIR` runs another checkout's fakekey.
 
 **leak**: one fakekey, driven by threads that mix every family (strings, lists, hashes,
 sets, sorted sets, streams with groups, pub/sub, EVAL/EVALSHA/FCALL, MULTI/EXEC, blocking
@@ -140,16 +142,20 @@ class FakekeyProcess:
 
 
 @contextlib.contextmanager
-def fakekey_process(trace_frames: int = 0) -> Iterator[FakekeyProcess]:
+def fakekey_process(trace_frames: int = 0, root: Path | None = None) -> Iterator[FakekeyProcess]:
+    """fakekey-server in a process of its own; `root`: another checkout's fakekey (its
+    directory first on PYTHONPATH; build it first to measure it compiled)."""
     harness = _load_harness()
     port = harness.free_port()
     with tempfile.TemporaryDirectory(prefix="fakekey-mem-") as tmp, tempfile.TemporaryFile() as log:
         env = dict(os.environ, **{ACK_ENV: str(Path(tmp) / "ack")})
         if trace_frames:
             env[TRACE_ENV] = str(trace_frames)
+        if root is not None:
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
         proc = subprocess.Popen(
             [sys.executable, __file__, "--serve-fakekey", "--port", str(port), "--bind", "127.0.0.1"],
-            stdout=log, stderr=subprocess.STDOUT, env=env,
+            stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root,
         )
         try:
             try:  # slow to start under tracemalloc on a busy machine
@@ -299,14 +305,27 @@ def load_and_measure(port: int, pid: int, data: DataSet, elements: int,
     return (rss1 - rss0) / elements, (used1 - used0) / elements, loaded
 
 
-def measure_size(data: DataSet, elements: int) -> SizeResult:
+def measure_size(data: DataSet, elements: int, root: Path | None = None) -> SizeResult:
     harness = _load_harness()
-    with fakekey_process() as fk:
+    with fakekey_process(root=root) as fk:
         fk_rss, fk_used, fk_s = load_and_measure(fk.port, fk.pid, data, elements, fk.gc)
     with harness.valkey_process() as vk:
         vk_rss, vk_used, vk_s = load_and_measure(vk.port, vk.pid, data, elements, None)
     return SizeResult(data.name, data.unit, elements, data.keys(elements), fk_rss, fk_used,
                       vk_used, vk_rss, fk_s, vk_s)
+
+
+def median_result(runs: list[SizeResult]) -> SizeResult:
+    """Each figure's median over the runs of one data set."""
+    def median(values: list[float]) -> float:
+        ordered = sorted(values)
+        middle = len(ordered) // 2
+        return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+    first = runs[0]
+    figures = {name: median([getattr(r, name) for r in runs])
+               for name in ("fk_rss", "fk_used", "vk_used", "vk_rss", "fk_load_s", "vk_load_s")}
+    return SizeResult(first.data_set, first.unit, first.elements, first.keys, **figures)
 
 
 def plural(unit: str) -> str:
@@ -737,6 +756,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--count", action="store_true",
                     help="diff live blocks and objects by type (cheap: no tracemalloc)")
     ap.add_argument("--json", type=Path, default=None, help="where to write the results")
+    ap.add_argument("--runs", type=int, default=1, help="runs of each data set; the table gives medians (size)")
+    ap.add_argument("--root", type=Path, default=None,
+                    help="measure another checkout's fakekey (build it first to measure it compiled)")
     return ap.parse_args(argv)
 
 
@@ -745,9 +767,15 @@ def run_size(args: argparse.Namespace) -> list[SizeResult]:
     results = []
     for index in picked:
         data = DATA_SETS[index]
-        print(f"loading {args.elements:,} {plural(data.unit)}: {data.name}", file=sys.stderr, flush=True)
-        results.append(measure_size(data, args.elements))
-    print(f"\nbytes per element ({args.elements:,} elements; RSS after a gc; fakekey RSS vs Valkey)")
+        runs = []
+        for run in range(args.runs):
+            print(f"loading {args.elements:,} {plural(data.unit)}: {data.name} (run {run + 1})",
+                  file=sys.stderr, flush=True)
+            runs.append(measure_size(data, args.elements, args.root))
+        results.append(median_result(runs))
+    where = f"fakekey from {args.root.resolve()}; " if args.root else ""
+    print(f"\nbytes per element ({args.elements:,} elements, median of {args.runs}; {where}RSS after a gc; "
+          "fakekey RSS vs Valkey)")
     print(size_table(results))
     return results
 
@@ -755,7 +783,7 @@ def run_size(args: argparse.Namespace) -> list[SizeResult]:
 def run_leak(args: argparse.Namespace) -> LeakResult:
     every = args.every or max(1_000, args.requests // 100)
     warmup = args.warmup or args.requests // 5
-    with fakekey_process(trace_frames=8 if args.trace else 0) as fk:
+    with fakekey_process(trace_frames=8 if args.trace else 0, root=args.root) as fk:
         result = leak_check(fk.port, fk.pid, args.requests, every, warmup, args.workers,
                             snapshot=fk.snapshot if args.trace or args.count else None, progress=True)
         if len(result.trace) == 2:

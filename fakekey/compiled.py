@@ -55,6 +55,7 @@ MODULES = (
     "fakekey.commands.transactions",
     "fakekey.commands.args",
     "fakekey.types.set",
+    "fakekey.types.list",
     "fakekey.memory.lfu",
     "fakekey.memory.lazyfree",
     "fakekey.scripting.bridge",
