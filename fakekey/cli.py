@@ -185,6 +185,10 @@ class ValkeyLogFormat(logging.Formatter):
 
     MARKS = {logging.DEBUG: ".", VERBOSE: "-", logging.INFO: "*", logging.WARNING: "#"}
 
+    def __init__(self, state: Any = None) -> None:
+        super().__init__()
+        self.state = state  # the server's: its role letter, S while a replica (REPLICAOF)
+
     def format(self, record: logging.LogRecord) -> str:
         if getattr(record, "signal_handler", False):
             return f"{os.getpid()}:signal-handler ({int(record.created)}) {record.getMessage()}"
@@ -192,7 +196,8 @@ class ValkeyLogFormat(logging.Formatter):
             return record.getMessage().removesuffix("\n")
         stamp = time.strftime("%d %b %Y %H:%M:%S", time.localtime(record.created))
         mark = self.MARKS.get(record.levelno, "#")
-        return f"{os.getpid()}:M {stamp}.{int(record.msecs):03d} {mark} {record.getMessage()}"
+        role = "S" if self.state is not None and self.state.upstream is not None else "M"
+        return f"{os.getpid()}:{role} {stamp}.{int(record.msecs):03d} {mark} {record.getMessage()}"
 
 
 class StdoutLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -206,12 +211,12 @@ class StdoutLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
         super().handleError(record)
 
 
-def log_like_valkey(logfile: str = "", loglevel: str = "notice") -> None:
+def log_like_valkey(logfile: str = "", loglevel: str = "notice", state: Any = None) -> None:
     """The server's log lines in valkey-server's format: to `logfile` (appended) when one
-    is set, else to stdout; at `loglevel`."""
+    is set, else to stdout; at `loglevel`; with `state`, its role letter (M or S)."""
     handler: logging.Handler = (logging.FileHandler(logfile, mode="a", encoding="utf-8") if logfile
                                 else StdoutLogHandler(sys.stdout))
-    handler.setFormatter(ValkeyLogFormat())
+    handler.setFormatter(ValkeyLogFormat(state))
     logger = logging.getLogger("fakekey")
     logger.addHandler(handler)
     logger.setLevel(LOG_LEVELS.get(loglevel, logging.INFO))
@@ -462,11 +467,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(fatal_config_error(err), file=sys.stderr)
         return 1
     config = server.state.config
+    if argv and not argv[0].startswith("-"):  # CONFIG REWRITE writes it back (config/rewrite.py)
+        config.config_file = os.path.abspath(argv[0])
     if config["daemonize"]:
         launch.ready_fd = daemonize(config["logfile"])
         config.values["pidfile"] = config["pidfile"] or DEFAULT_PIDFILE
     launch.pidfile = config["pidfile"] or None
-    log_like_valkey(config["logfile"], config["loglevel"])
+    log_like_valkey(config["logfile"], config["loglevel"], server.state)
     log_banner()
     return run(server, launch)
 

@@ -126,7 +126,9 @@ def swap_databases(first: Database, second: Database) -> None:
         setattr(second, attr, one)
     for db in (first, second):
         for key in list(db.waiting):
-            if key in db.data:
+            # a key past its deadline wakes nobody (and stays, as Valkey's
+            # scanDatabaseForReadyKeys leaves it)
+            if key in db.data and not db.is_expired(key):
                 db.state.blocking.signal(db, key)
 
 
@@ -254,8 +256,8 @@ def bgrewriteaof(c: Client, argv: list[bytes]) -> Any:
         return Simple(b"Background append only file rewriting started")
     if persistence.rewrite_in_progress():
         raise ReplyError("ERR Background append only file rewriting already in progress")
-    if persistence.bgsave_in_progress():
-        persistence.rewrite_scheduled = True
+    if persistence.bgsave_in_progress() or c.state.deny_blocking:  # (deny_blocking: in EXEC)
+        persistence.rewrite_scheduled = True  # the cron starts it, as Valkey's
         return Simple(b"Background append only file rewriting scheduled")
     persistence.start_rewrite()
     return Simple(b"Background append only file rewriting started")

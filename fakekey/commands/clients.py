@@ -7,7 +7,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekey.commands.args import SYNTAX, help_lines, parse_int, try_int
 from fakekey.core.blocking import UNBLOCKED_ERROR
@@ -16,6 +16,9 @@ from fakekey.core.outbuf import CLIENT_STRUCT, STATIC_BUFFER, pubsub_memory
 from fakekey.core.pause import end_pause, start_pause
 from fakekey.core.registry import command, container
 from fakekey.resp.replies import NO_REPLY, OK, ReplyError, SetReply, Verbatim
+
+if TYPE_CHECKING:
+    from fakekey.core.state import ServerState
 
 G = "connection"
 BASIC = "noscript loading stale allow_busy"
@@ -271,12 +274,23 @@ def output_figures(client: Client) -> tuple[int, int, int]:
     return (0, 0, 0) if connection is None else connection.output_figures()
 
 
+def pending_arguments(client: Client) -> tuple[int, int]:
+    """The bytes and count of the arguments read so far of a request not yet whole (Valkey
+    keeps them in the client's argv: argv-mem)."""
+    parser = client.parser
+    if not parser.remaining:
+        return 0, 0
+    return sum(map(len, parser.argv)), len(parser.argv)
+
+
 def client_memory(client: Client, omem: int, argv_mem: int = 0, argc: int = 0) -> int:
     """getClientMemoryUsage (tot-mem): the client struct, its static reply buffer, its
     output (omem), query buffer, running command's arguments, MULTI queue and
     subscription tables."""
     connection = client.connection
     queued = len(client.queued_commands())
+    if not argc:
+        argv_mem, argc = pending_arguments(client)
     return (CLIENT_STRUCT + (STATIC_BUFFER if connection is None else connection.buf_size)
             + omem + client.parser.buffered() + argv_mem + 8 * argc
             + client.multi_memory() + queue_slots_memory(queued)
@@ -289,9 +303,30 @@ def clients_memory(clients: list[Client]) -> int:
     return sum(client_memory(client, output_figures(client)[2]) for client in clients)
 
 
+def clients_memory_split(state: ServerState) -> tuple[int, int, list[tuple[int, Client]]]:
+    """The normal and pub/sub clients' memory, the replicas' links', and each client that
+    client eviction may close (not a replica, not the primary's link, not CLIENT
+    NO-EVICT), with its memory."""
+    counted = replicas = 0
+    evictable: list[tuple[int, Client]] = []
+    upstream = state.upstream
+    primary_link = upstream.client if upstream is not None else None
+    for client in list(state.clients.values()):
+        size = client_memory(client, output_figures(client)[2])
+        if client_type(client) == "replica":
+            replicas += size
+            continue
+        counted += size
+        if not client.no_evict and client is not primary_link and client.connection is not None:
+            evictable.append((size, client))
+    return counted, replicas, evictable
+
+
 def client_line(client: Client, argv_mem: int = 0, argc: int = 0) -> str:
     """One CLIENT LIST line, with every field Valkey 9.1 prints, in its order."""
     now = client.state.now
+    if not argc:  # not the caller: a request it has only in part
+        argv_mem, argc = pending_arguments(client)
     queued = len(client.queued_commands())
     multi_mem = client.multi_memory()
     qbuf = client.parser.buffered()

@@ -3,9 +3,11 @@ validation, are in fakekey/config/settings.py."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from fakekey.commands.args import SYNTAX, help_lines, option_allows
+from fakekey.config.rewrite import rewrite
 from fakekey.config.settings import ConfigError
 from fakekey.core.client import Client
 from fakekey.core.registry import command, container
@@ -13,6 +15,8 @@ from fakekey.resp.replies import OK, ReplyError
 
 if TYPE_CHECKING:
     from fakekey.core.state import ServerState
+
+log = logging.getLogger("fakekey.net.server")
 
 G = "server"
 
@@ -76,6 +80,7 @@ def reset_statistics(state: ServerState) -> None:
     state.stats.clear()
     state.error_stats.clear()
     state.commands_processed = 0
+    state.keyspace_hits = state.keyspace_misses = 0
     state.expiry.reset_stats()
     state.loop_metrics.reset()
     state.eviction_exceeded_us = state.eviction_exceeded_at = 0
@@ -87,8 +92,23 @@ def reset_statistics(state: ServerState) -> None:
 @command("config|rewrite", 2, CONFIG_ADMIN, acl="dangerous", since="2.8.0", tips=ALL_NODES,
          summary="Writes the running settings back to the configuration file.")
 def config_rewrite(c: Client, argv: list[bytes]) -> Any:
-    # fakekey never keeps the file it read its settings from
-    raise ReplyError("ERR The server is running without a config file")
+    config = c.state.config
+    if not config.config_file:  # an in-process server, or fakekey-server without a file
+        raise ReplyError("ERR The server is running without a config file")
+    rewrite_config_file(c.state)
+    return OK
+
+
+def rewrite_config_file(state: ServerState, force_all: bool = False) -> None:
+    """The running settings into the config file (fakekey/config/rewrite.py); the error
+    reply as Valkey's when the file cannot be written."""
+    try:
+        rewrite(state.config, state.config.config_file, state.users.file_text().splitlines(),
+                force_all)
+    except OSError as err:
+        log.warning("CONFIG REWRITE failed: %s", err.strerror)
+        raise ReplyError(f"ERR Rewriting config file: {err.strerror}") from None
+    log.info("CONFIG REWRITE executed with success.")
 
 
 @command("config|help", 2, "loading stale", since="5.0.0",

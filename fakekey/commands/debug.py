@@ -18,6 +18,7 @@ from typing import Any
 from fakekey._version import VALKEY_VERSION
 from fakekey.codecs.digest import dataset_digest, value_digest
 from fakekey.commands.args import help_lines
+from fakekey.commands.config import rewrite_config_file
 from fakekey.commands.keys import lfu_policy, peek, string_encoding
 from fakekey.config.settings import ConfigError, parse_memory
 from fakekey.core.client import Client
@@ -473,8 +474,10 @@ def debug_clusterlink(c: Client, argv: list[bytes]) -> Any:
 def debug_protect_client(c: Client, argv: list[bytes]) -> Any:
     if not re.fullmatch(rb"\s*\+?\d+", argv[2]) or int(argv[2]) >= 2**64:
         raise ReplyError("ERR Invalid client id")
-    if int(argv[2]) not in c.state.clients:
+    client = c.state.clients.get(int(argv[2]))
+    if client is None:
         raise ReplyError("ERR No such client")
+    client.protected = True
     return OK
 
 
@@ -492,8 +495,15 @@ def debug_client_eviction(c: Client, argv: list[bytes]) -> Any:
 
 @sub("config-rewrite-force-all", exactly(2))
 def debug_config_rewrite_force_all(c: Client, argv: list[bytes]) -> Any:
-    # as CONFIG REWRITE: fakekey keeps no config file to write back
-    raise ReplyError("ERR CONFIG-REWRITE-FORCE-ALL failed: fakekey does not rewrite config files")
+    """Every setting written to the config file, defaults included."""
+    if not c.state.config.config_file:  # an in-process server, or started without a file
+        raise ReplyError("ERR CONFIG-REWRITE-FORCE-ALL failed: fakekey does not rewrite config files")
+    try:
+        rewrite_config_file(c.state, force_all=True)
+    except ReplyError as err:
+        reason = err.message.decode().removeprefix("ERR Rewriting config file: ")
+        raise ReplyError(f"ERR CONFIG-REWRITE-FORCE-ALL failed: {reason}") from None
+    return OK
 
 
 @sub("restart", exactly(2, 3))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import socket
 from typing import TYPE_CHECKING, Any
@@ -40,7 +41,10 @@ RESTORE_COMPLEXITY = (
 
 
 def limits_of(c: Client) -> rdb.Limits:
-    return rdb.Limits.of(c.state.config)
+    limits = rdb.Limits.of(c.state.config)
+    if c.state.debug_knobs.get("set-skip-checksum-validation"):
+        limits = dataclasses.replace(limits, skip_checksum=True)
+    return limits
 
 
 def dump_value(c: Client, value: Any) -> bytes:

@@ -122,7 +122,7 @@ def _merged(c: Client, keys: list[bytes], misses: bool = False) -> tuple[bytearr
 def pfmerge(c: Client, argv: list[bytes]) -> Any:
     merged, use_dense = _merged(c, argv[1:], misses=True)
     key = argv[1]
-    value = c.db.lookup(key)
+    value = c.db.lookup_write(key)  # read once already, as a source: counted there
     created = value is None
     data = hll.new_sparse() if created else unshare(c, key, value)
     hll.merge_into(data, merged, use_dense, _sparse_max(c))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from fakekey._version import REDIS_VERSION
 from fakekey.commands.admin import replication_address, snapshot_us
-from fakekey.commands.clients import clients_memory
+from fakekey.commands.clients import clients_memory_split
 from fakekey.commands.dump import close_idle_links
 from fakekey.core.client import Client
 from fakekey.core.keyspace import Database
@@ -64,7 +64,8 @@ def info_server(state: ServerState) -> InfoLines:
         "redis_git_sha1:00000000",
         "redis_git_dirty:0",
         "redis_build_id:0",
-        "server_mode:standalone",
+        # extended-redis-compatibility: Redis's name for the line
+        f"{'redis' if state.config['extended-redis-compatibility'] else 'server'}_mode:standalone",
         f"os:{uname.system} {uname.release} {uname.machine}",
         f"arch_bits:{64 if sys.maxsize > 2**32 else 32}",
         "monotonic_clock:POSIX clock_gettime",
@@ -151,7 +152,8 @@ def total_system_memory() -> int:
 def info_memory(state: ServerState) -> InfoLines:
     functions = state.functions.current if state.functions is not None else None
     dataset = dataset_bytes(state)
-    used = STARTUP_MEMORY + dataset
+    clients, replicas, _ = clients_memory_split(state)  # their buffers are memory too
+    used = STARTUP_MEMORY + dataset + clients + replicas
     peak = max(used, state.memory_peak)
     state.memory_peak = peak
     rss = resident_bytes(used)
@@ -165,7 +167,7 @@ def info_memory(state: ServerState) -> InfoLines:
         f"used_memory_peak:{peak}",
         f"used_memory_peak_human:{human_bytes(peak)}",
         f"used_memory_peak_perc:{100 * used / peak:.2f}%",
-        f"used_memory_overhead:{STARTUP_MEMORY}",
+        f"used_memory_overhead:{STARTUP_MEMORY + clients + replicas}",
         f"used_memory_startup:{STARTUP_MEMORY}",
         f"used_memory_dataset:{dataset}",
         f"used_memory_dataset_perc:{100 * dataset / used:.2f}%",
@@ -199,12 +201,12 @@ def info_memory(state: ServerState) -> InfoLines:
         "rss_overhead_bytes:0",
         f"mem_fragmentation_ratio:{rss / used:.2f}",
         f"mem_fragmentation_bytes:{rss - used}",
-        "mem_not_counted_for_evict:0",
+        f"mem_not_counted_for_evict:{replicas}",  # the replicas' output, as Valkey's
         "mem_replication_backlog:0",
         "mem_total_replication_buffers:0",
         "mem_replicas_repl_buffer:0",
-        "mem_clients_slaves:0",
-        f"mem_clients_normal:{clients_memory(list(state.clients.values()))}",
+        f"mem_clients_slaves:{replicas}",
+        f"mem_clients_normal:{clients}",
         "mem_cluster_links:0",
         "mem_cluster_slot_import:0",
         "mem_cluster_slot_export:0",
@@ -291,19 +293,19 @@ def info_stats(state: ServerState) -> InfoLines:
         f"expired_time_cap_reached_count:{state.expiry.time_cap_reached}",
         f"expire_cycle_cpu_milliseconds:{state.expiry.used_ns // 1_000_000}",
         f"evicted_keys:{stats['evicted_keys']}",
-        "evicted_clients:0",
+        f"evicted_clients:{stats['evicted_clients']}",
         f"evicted_scripts:{state.stats['evicted_scripts']}",
         f"total_eviction_exceeded_time:{eviction_exceeded_ms(state, total=True)}",
         f"current_eviction_exceeded_time:{eviction_exceeded_ms(state, total=False)}",
-        f"keyspace_hits:{stats['keyspace_hits']}",
-        f"keyspace_misses:{stats['keyspace_misses']}",
+        f"keyspace_hits:{state.keyspace_hits}",
+        f"keyspace_misses:{state.keyspace_misses}",
         f"pubsub_channels:{len(channels)}",
         f"pubsub_patterns:{len(patterns)}",
         f"pubsubshard_channels:{len(shard)}",
         "latest_fork_usec:0",
-        "total_forks:0",
+        f"total_forks:{stats['total_forks']}",  # the background saves and rewrites
         f"migrate_cached_sockets:{close_idle_links(state, state.clock.now_ms())}",
-        "slave_expires_tracked_keys:0",
+        f"slave_expires_tracked_keys:{len(state.upstream.own_volatile) if state.upstream else 0}",
         "active_defrag_hits:0",
         "active_defrag_misses:0",
         "active_defrag_key_hits:0",

@@ -182,7 +182,7 @@ def expire_generic(c: Client, argv: list[bytes], seconds: bool, relative: bool) 
         return 0
     if flags and not expire_allowed(db.expires.get(key), when, flags):
         return 0
-    if when <= now:
+    if when <= now and not c.state.config["import-mode"]:  # (an import keeps it, expired)
         db.expire_now(key)  # Valkey deletes it at once, as an expiry
         return 1
     db.set_expire(key, when)
@@ -286,6 +286,9 @@ def live_keys(db: Database, keys: list[bytes]) -> list[bytes]:
     """`keys` without the logically expired ones (left in place, as Valkey's KEYS does)."""
     expires = db.expires
     if not expires:
+        return keys
+    client = db.state.current_client
+    if client is not None and client.import_source:  # an import source sees expired keys too
         return keys
     now = db.state.now
     return [k for k in keys if k not in expires or now <= expires[k]]
@@ -452,6 +455,7 @@ def copy(c: Client, argv: list[bytes]) -> Any:
     if target is c.db and src == dst:
         raise SAME_OBJECT
     value = c.db.lookup(src)
+    c.db.count_read(value is not None)  # Valkey reads the source with lookupKeyRead
     if value is None:
         return 0
     if target.exists(dst):

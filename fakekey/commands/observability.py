@@ -11,7 +11,7 @@ import random
 import struct
 from typing import TYPE_CHECKING, Any
 
-from fakekey._version import VALKEY_VERSION
+from fakekey._version import REDIS_VERSION, VALKEY_VERSION
 from fakekey.codecs.longdouble import ld_parse
 from fakekey.commands.args import help_lines, parse_int
 from fakekey.core.client import Client
@@ -179,13 +179,22 @@ def lolwut(c: Client, argv: list[bytes]) -> Any:
     if len(args) >= 2 and args[0].lower() == b"version":
         version = parse_int(args[1]) & 0xFFFFFFFF  # Valkey prints it as an unsigned int
         args = args[2:]
+    name = lolwut_name(c)
     if version == 9:
-        return Verbatim(julia_art(args))
+        return Verbatim(julia_art(args, name))
     if version in (5, 6):
         # Valkey draws random art for these (Schotter, a skyline); fakekey answers the
         # version line alone (docs/differences.md)
-        return Verbatim(f"Valkey ver. {VALKEY_VERSION}\n".encode())
-    return Verbatim(f"Valkey ver.{VALKEY_VERSION}\n".encode())
+        return Verbatim(f"{name}\n".replace("ver.", "ver. ", 1).encode())
+    return Verbatim(f"{name}\n".encode())
+
+
+def lolwut_name(c: Client) -> str:
+    """LOLWUT's last words: Valkey's version, or Redis 7.2.4's under
+    extended-redis-compatibility."""
+    if c.state.config["extended-redis-compatibility"]:
+        return f"Redis ver.{REDIS_VERSION}"
+    return f"Valkey ver.{VALKEY_VERSION}"
 
 
 JULIA_CHARS = b" .:-=+*%#&@"
@@ -210,7 +219,7 @@ def long_double_as_float(arg: bytes) -> float:
         return math.inf if value > 0 else -math.inf
 
 
-def julia_art(args: list[bytes]) -> bytes:
+def julia_art(args: list[bytes], name: str = f"Valkey ver.{VALKEY_VERSION}") -> bytes:
     """LOLWUT 9: `[columns rows] [real imaginary]`, a Julia set in characters, computed in
     single precision as Valkey computes it (the same constants draw the same bytes; the
     default constants are random, as in Valkey)."""
@@ -232,7 +241,7 @@ def julia_art(args: list[bytes]) -> bytes:
             line.append(JULIA_CHARS[julia_escape(x, y, real, imag) % (JULIA_MAX_ITER + 1)])
         lines.append(bytes(line) + b"\n")
     footer = (f"Ascii representation of Julia set with constant {real:.2f} + {imag:.2f}i\n"
-              f"Don't forget to have fun! Valkey ver. {VALKEY_VERSION}\n")
+              f"Don't forget to have fun! {name.replace('ver.', 'ver. ', 1)}\n")
     return b"".join(lines) + footer.encode()
 
 

@@ -209,6 +209,7 @@ def set_generic(
     with_get = flags & GET
     reply: Any = ok_reply
     if with_get:
+        db.count_read(old is not None)  # Valkey's GET part is a read (keyspace_hits)
         reply = _string_or_wrongtype(old)
         if old is not None and c.state.lfu_on and c.state.touch_keys:
             db.lfu_access(key)  # Valkey's GET part looks the key up once more

@@ -611,6 +611,7 @@ list-max-listpack-size,list-max-ziplist-size | int:INT_MIN..INT_MAX | -2 |
 loading-process-events-interval-bytes | int:1024..INT_MAX | 2097152 | H
 locale-collate | str | |
 log-format | enum:legacy,logfmt,json | legacy |
+lua-enable-insecure-api | bool | no | PH
 log-timestamp-format | enum:legacy,iso8601,milliseconds | legacy |
 logfile | str | | I
 loglevel | enum:debug,verbose,notice,warning,nothing | notice |
@@ -790,6 +791,7 @@ class Config:
         self.user_directives: list[list[str]] = []  # `user <name> rules...` (fakekey/core/users.py)
         # rename-command, loadmodule and the other directives that are no settings
         self.directives = Directives()
+        self.config_file = ""  # the file fakekey-server read, absolute (CONFIG REWRITE's)
         pairs = overrides.items() if isinstance(overrides, dict) else (overrides or ())
         for name, value in pairs:
             self.set_at_startup(name, value)

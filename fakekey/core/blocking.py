@@ -189,9 +189,14 @@ class Blocking:
             return
         self._serving = True
         try:
+            state = self.state
             while self.ready:
                 db, key = self.ready.pop(0)
                 self._ready_set.discard((id(db), key))
+                # each key under a fresh clock snapshot, as Valkey's enterExecutionUnit: a
+                # key that expired during the command that readied it (DEBUG SLEEP in
+                # EXEC) is not served
+                state.now = state.clock.now_ms()
                 self._serve_key(db, key)
         finally:
             self._serving = False

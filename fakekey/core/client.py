@@ -86,6 +86,9 @@ class Client:
         self.rdb_only = False  # REPLCONF rdb-only
         self.capa = ""
         self.import_source = False
+        # DEBUG PROTECT-CLIENT: a close asked of it waits (Valkey frees a protected client
+        # only once unprotected, which DEBUG never does): it stays in CLIENT LIST
+        self.protected = False
         # pub/sub messages to this client while its own command runs go after its reply
         self.deferred_pushes: list[list[Any]] = []
 
@@ -143,6 +146,8 @@ class Client:
             out += "e"
         if self.no_touch:
             out += "T"
+        if self.import_source:
+            out += "I"
         return out or "N"
 
     def push(self, items: list[Any], encoded: dict[int, bytes] | None = None) -> None:

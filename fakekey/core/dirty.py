@@ -137,7 +137,12 @@ def _ttl_before(c: Any, argv: list[bytes]) -> int | None:
 
 
 def _ttl_changed(c: Any, argv: list[bytes], reply: Any, funnel: int, before: int | None) -> int:
-    """GETEX counts one when it set or removed the key's deadline."""
+    """GETEX counts one when the key was there and got a deadline (even the one it had:
+    Valkey's getexCommand counts every EX, PX, EXAT, PXAT), or lost it (PERSIST)."""
+    if reply is None:
+        return 0
+    if len(argv) > 2 and argv[2].upper() != b"PERSIST":
+        return 1
     return 1 if funnel or c.db.expires.get(argv[1]) != before else 0
 
 

@@ -69,6 +69,15 @@ class KeySpec:
     flags_for_call: Callable[[list[bytes]], tuple[str, ...]] | None = None
 
 
+# Write commands whose every key lookup is Valkey's lookupKeyRead (the value they read, or
+# their sources: the destination is stored without a lookup): INFO's keyspace_hits counts them
+_WRITES_THAT_READ = frozenset((
+    "getdel", "getex", "sort", "bitop", "pfmerge", "sunionstore", "sinterstore", "sdiffstore",
+    "zunionstore", "zinterstore", "zdiffstore", "zrangestore", "georadius", "georadiusbymember",
+    "geosearchstore", "touch", "getset",
+))
+
+
 @dataclass
 class Command:
     name: str  # lower case, "parent|sub" for subcommands
@@ -92,6 +101,9 @@ class Command:
     index: int = -1
     # Valkey's PROTECTED flag: the setting (yes, no, local) that allows it (DEBUG, MODULE LOAD)
     protected_by: str = ""
+    # its key lookups count in INFO's keyspace_hits/misses: Valkey's lookupKeyRead, which
+    # commands without the write flag use (lookupKeyWrite counts nothing)
+    counts_lookups: bool = True
 
     @property
     def full_name(self) -> str:
@@ -242,6 +254,7 @@ class Registry:
         else:
             self.commands[cmd.name.encode()] = cmd
         cmd.index = self.size
+        cmd.counts_lookups = "write" not in cmd.flags or cmd.name in _WRITES_THAT_READ
         self.size += 1
         return cmd
 

@@ -4,11 +4,13 @@ primary and of the link to it, and the refusals a replica gives its ordinary cli
 The link itself (the handshake, the RDB transfer, the command stream) lives in
 fakekey/net/replica_link.py; it keeps this record up to date. The core reads it: the
 READONLY and MASTERDOWN refusals of `ServerState.call`, the expiry guard of the keyspace
-(a replica never deletes an expired key by itself: it waits for its primary's DEL, and
-meanwhile answers as if the key were gone), INFO replication and ROLE."""
+(a replica deletes no expired key of its primary's: it waits for the primary's DEL, and
+meanwhile answers as if the key were gone; a writable replica's own keys with a deadline
+are expired by its cron, `expire_own_keys`), INFO replication and ROLE."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from fakekey.core.replicas import is_write_command
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
 READONLY = ReplyError("READONLY You can't write against a read only replica.")
 MASTERDOWN = ReplyError(
     "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
+
+# the time a cron step may spend expiring a writable replica's own keys (Valkey's 1 ms)
+OWN_EXPIRY_BUDGET_S = 0.001
 
 # the link's states as ROLE names them (Valkey's repl_state)
 CONNECT = "connect"  # to connect (again) at the next try
@@ -51,6 +56,10 @@ class Upstream:
         self.transfer_last_io_ms = 0
         self.stop: Any = None  # ends the link (set by the link)
         self.link: Any = None  # the link itself (net/replica_link.py)
+        # a writable replica's own keys with a deadline (set by its clients, not by the
+        # primary): key -> bitmap of their databases, as Valkey's replicaKeysWithExpire.
+        # The cron expires them (`expire_own_keys`); INFO's slave_expires_tracked_keys
+        self.own_volatile: dict[bytes, int] = {}
 
     @property
     def linked(self) -> bool:
@@ -71,9 +80,41 @@ class Upstream:
         if config["replica-read-only"] and is_write_command(client, cmd, argv):
             return READONLY
         if (self.status != CONNECTED and not config["replica-serve-stale-data"]
-                and "stale" not in cmd.flags):
-            return MASTERDOWN
+                and ("stale" not in cmd.flags or (cmd.name == "exec" and any(
+                    "stale" not in queued.flags for queued, _ in client.queued_commands())))):
+            return MASTERDOWN  # (an EXEC of commands the stale replica refuses: EXECABORT)
         return None
+
+    def remember_own_expire(self, state: ServerState, db_index: int, key: bytes) -> None:
+        """A deadline set by a client of this (writable) replica, not by the primary."""
+        if state.current_client is not self.client:
+            self.own_volatile[key] = self.own_volatile.get(key, 0) | (1 << db_index)
+
+    def expire_own_keys(self, state: ServerState) -> None:
+        """Valkey's expireReplicaKeys, at each cron: this replica's own keys past their
+        deadline are deleted as expired; a key gone or without a deadline is forgotten.
+        At most about a millisecond a call, as Valkey's."""
+        started = time.perf_counter()
+        now = state.now
+        for count, (key, dbs) in enumerate(list(self.own_volatile.items()), 1):
+            left = 0
+            for db in state.dbs:  # the databases made so far (a key lives in one of them)
+                index = db.index
+                if not dbs >> index & 1:
+                    continue
+                when = db.expires.get(key)
+                if when is None:
+                    continue
+                if now > when:
+                    db.expire_now(key)
+                else:
+                    left |= 1 << index
+            if left:
+                self.own_volatile[key] = left
+            else:
+                del self.own_volatile[key]
+            if count % 64 == 0 and time.perf_counter() - started > OWN_EXPIRY_BUDGET_S:
+                break
 
     def hides_expired(self, state: ServerState) -> bool:
         """An expired key seen on a replica: gone for ordinary clients, still there for the

@@ -509,8 +509,9 @@ class User:
         """May run everything everywhere: the hot path skips the checks for it."""
         return any(s.unrestricted for s in self.selectors)
 
-    def apply(self, op: bytes) -> None:
-        """One rule (Valkey's ACLSetUser); raises RuleError."""
+    def apply(self, op: bytes, all_channels: bool = False) -> None:
+        """One rule (Valkey's ACLSetUser); raises RuleError. `all_channels`: the server's
+        acl-pubsub-default is allchannels (`reset` gives them)."""
         if not op:
             return
         low = op.lower()
@@ -539,6 +540,8 @@ class User:
             for rule in (b"resetpass", b"resetkeys", b"resetchannels", b"off",
                          b"sanitize-payload", b"clearselectors", b"-@all"):
                 self.apply(rule)
+            if all_channels:
+                self.apply(b"allchannels")
             self.root.dbs = None
         else:
             self.root.apply(op)
@@ -748,6 +751,18 @@ class Users:
 
     # --- changes --------------------------------------------------------------------------
 
+    def all_channels_default(self) -> bool:
+        """acl-pubsub-default allchannels: new users, and `reset`, get every channel."""
+        return self.state is not None and self.state.config["acl-pubsub-default"] == "allchannels"
+
+    def new_user(self, name: str) -> User:
+        """A user not known before (Valkey's ACLCreateUser): off, no rights, no channels
+        unless acl-pubsub-default says all."""
+        user = User(name)
+        if self.all_channels_default():
+            user.apply(b"allchannels")
+        return user
+
     def set_user(self, name: str, rules: list[bytes]) -> None:
         """ACL SETUSER: every rule applies, or none (raises RuleError with Valkey's text)."""
         try:
@@ -755,10 +770,11 @@ class Users:
         except RuleError as err:
             raise ReplyError(f"ERR Unmatched parenthesis in acl selector starting at '{err}'.") from None
         old = self.by_name.get(name)
-        user = old.copy() if old is not None else User(name)
+        user = old.copy() if old is not None else self.new_user(name)
+        all_channels = self.all_channels_default()
         for rule in merged:
             try:
-                user.apply(rule)
+                user.apply(rule, all_channels)
             except RuleError as err:
                 text = rule.decode("utf-8", "replace")
                 raise ReplyError(f"ERR Error in ACL SETUSER modifier '{text}': {err}") from None
@@ -776,14 +792,19 @@ class Users:
         return deleted
 
     def replace_all(self, users: dict[str, User]) -> None:
-        """ACL LOAD: the new set; clients of users that changed or vanished are logged out."""
+        """ACL LOAD: the new set. Only the affected clients go, as Valkey's: those of a
+        user the file no longer has, and subscribers to channels their user lost."""
         old = self.by_name
         users.setdefault("default", default_user())
         self.by_name = self.users = users
-        for name in old:
-            if name != "default":
+        for name, before in old.items():
+            after = users.get(name)
+            if after is None:
                 self._log_out_clients(name)
-        self._refresh_clients("default")
+                continue
+            if after.describe() != before.describe():
+                self._disconnect_revoked_subscribers(before, after)
+            self._refresh_clients(name)
 
     def _clients_of(self, name: str) -> list[Client]:
         state = self.state
@@ -801,7 +822,7 @@ class Users:
             set_default_user(client, authenticated=False)
             if state is not None and client is state.current_client:
                 client.close_after_reply = True
-            elif client.connection is not None:
+            elif client.connection is not None and not client.protected:
                 client.connection.close()
 
     def _disconnect_revoked_subscribers(self, old: User, new: User) -> None:
@@ -816,7 +837,11 @@ class Users:
             patterns_ok = all(p in granted for p in client.patterns)
             channels_ok = all(any(glob_match(g, ch) for g in granted)
                               for ch in (*client.channels, *client.shard_channels))
-            if not (patterns_ok and channels_ok) and client.connection is not None:
+            if patterns_ok and channels_ok:
+                continue
+            if self.state is not None and client is self.state.current_client:
+                client.close_after_reply = True  # it revoked its own: it hears OK first
+            elif client.connection is not None:
                 client.connection.close()
 
     # --- authentication -------------------------------------------------------------------
@@ -940,28 +965,33 @@ class Users:
             if name in users:
                 errors += f"WARNING: Duplicate user '{name}' found on line {number}. "
                 continue
-            user = users[name] = User(name)
+            user = users[name] = self.new_user(name)
             try:
                 rules = merge_selector_args([w.encode("utf-8", "surrogateescape") for w in words[2:]])
             except RuleError:
                 errors += f"{source}:{number}: Unmatched parenthesis in selector definition."
                 continue
-            errors += _apply_loaded(user, rules, source, number)
+            errors += _apply_loaded(user, rules, source, number, self.all_channels_default())
         if errors:
             raise ReplyError("ERR " + errors + "WARNING: ACL errors detected, no change to the "
                              "previously active ACL rules was performed")
         return users
 
+    def located(self, path: str) -> str:
+        """The ACL file's place: a relative path is in `dir`, where Valkey works from."""
+        return path if self.state is None else os.path.join(self.state.config["dir"], path)
+
     def load_file(self, path: str) -> None:
         """ACL LOAD (and startup with aclfile)."""
         try:
-            with open(path, encoding="utf-8", errors="surrogateescape") as fh:
+            with open(self.located(path), encoding="utf-8", errors="surrogateescape") as fh:
                 lines = fh.read().split("\n")
         except OSError as err:
             raise ReplyError(f"ERR Error loading ACLs, opening file '{path}': {err.strerror}") from None
         self.replace_all(self.load_lines(lines, path))
 
     def save_file(self, path: str) -> None:
+        path = self.located(path)
         temporary = f"{path}.tmp-{os.getpid()}"
         try:
             with open(temporary, "w", encoding="utf-8", errors="surrogateescape") as fh:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from fakekey._version import REDIS_VERSION
 from fakekey.core.registry import FAKEKEY_PREFIX, Command, Registry
 from fakekey.resp.replies import ReplyError
 
@@ -173,6 +174,8 @@ def apply(state: ServerState, gate: VersionGate) -> None:
 def hello_identity(state: ServerState) -> tuple[bytes, bytes]:
     """HELLO's `server` and `version`."""
     gate = state.version_gate
+    if gate is None and state.config["extended-redis-compatibility"]:
+        return b"redis", REDIS_VERSION.encode()  # Valkey 8 and 9 answer as Redis 7.2.4
     if gate is None or gate.server_type == "valkey":
         return b"valkey", state.valkey_version.encode()
     return b"redis", gate.text.encode()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from itertools import islice
 from typing import TYPE_CHECKING, Final
 
@@ -100,6 +101,10 @@ class MemoryTracker:
         self.tables: dict[int, KeyTable] = {}
         self.used = 0
         self.uncounted_bytes = 0  # the keys not counted yet, at the counted ones' mean size
+        # the clients' buffers, as the clients cron last measured them (net/client_eviction.py)
+        self.clients_bytes = 0
+        # measures them again (and evicts clients) when memory runs out: set by the cron
+        self.client_meter: Callable[[], int] | None = None
         # the keys present when tracking began, estimated a slice at a time: a keyspace
         # of millions is counted between loop turns, not in one (`count_existing`)
         self.uncounted: list[tuple[Database, Table, list[bytes]]] = [
@@ -183,7 +188,7 @@ def used_memory(state: ServerState) -> int:
     tracker = state.memory
     if tracker is None:
         tracker = state.memory = MemoryTracker(state)
-    return STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes
+    return STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes + tracker.clients_bytes
 
 
 def maxmemory_changed(state: ServerState, maxmemory: int) -> None:
@@ -204,7 +209,8 @@ def refuses(state: ServerState, client: Client, cmd: Command, argv: list[bytes])
     refusal for a command that may grow memory (denyoom; anything queued in MULTI; EXEC
     of a queue holding one). Remembers the outcome for scripts (pre_command_oom)."""
     tracker = state.memory
-    if tracker is not None and STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes <= state.maxmemory:
+    if (tracker is not None and STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes
+            + tracker.clients_bytes <= state.maxmemory):
         state.pre_command_oom = False  # the common case, in one comparison
         return None
     out_of_memory = not make_room(state)
@@ -248,6 +254,9 @@ def make_room(state: ServerState) -> bool:
     if state.paused is not None:  # CLIENT PAUSE stops eviction: as if it fit (Valkey's)
         return True
     limit = state.maxmemory
+    meter = state.memory.client_meter if state.memory is not None else None
+    if meter is not None and used_memory(state) > limit:  # the clients, since the cron looked
+        state.memory.clients_bytes = meter()  # type: ignore[union-attr]
     if used_memory(state) <= limit:
         eviction_ended(state)
         return True
@@ -261,7 +270,7 @@ def make_room(state: ServerState) -> bool:
     deadline = started + eviction_time_limit_ns(state.config["maxmemory-eviction-tenacity"])
     evicted = 0
     fits = True
-    while STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes > limit:
+    while STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes + tracker.clients_bytes > limit:
         picked = pick_random(state, policy) if policy.endswith("-random") else pick_best(state, policy)
         if picked is None:  # nothing more to evict, unless keys are still being counted
             fits = bool(tracker.uncounted)
@@ -272,7 +281,7 @@ def make_room(state: ServerState) -> bool:
             evict_later(state)
             break
     state.latency_sample("eviction-cycle", (_perf_counter_ns() - started) // 1_000_000)
-    if STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes <= limit:
+    if STARTUP_MEMORY + tracker.used + tracker.uncounted_bytes + tracker.clients_bytes <= limit:
         eviction_ended(state)
     else:
         eviction_exceeded(state)

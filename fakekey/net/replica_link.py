@@ -19,9 +19,10 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 import time
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fakekey.core.client import Client
 from fakekey.core.transactions import end_transaction
@@ -150,8 +151,10 @@ class ReplicaLink:
         timeout = self.state.config["repl-timeout"]
         up.status = CONNECTING
         log.info("Connecting to PRIMARY %s:%d", up.host, up.port)
-        reader, self.writer = await asyncio.wait_for(
-            asyncio.open_connection(up.host, up.port, limit=LINE_LIMIT), timeout)
+        connection = await self.connect(timeout)
+        if connection is None:  # logged: tried again after RETRY_EVERY, as Valkey's cron does
+            return
+        reader, self.writer = connection
         up.status = HANDSHAKE
         await self.handshake(reader, timeout)
         reply = await self.psync(reader, timeout)
@@ -160,6 +163,28 @@ class ReplicaLink:
         else:
             self.partial_sync(reply)
         await self.follow(reader, timeout)
+
+    async def connect(self, timeout: float) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
+        """Valkey's connectWithPrimary: the primary's name resolved, then the connection
+        made; None, with Valkey's line in the log, when either fails."""
+        up = self.upstream
+        try:
+            address = await asyncio.wait_for(resolve(up.host, up.port), timeout)
+        except socket.gaierror as err:
+            log.warning("Unable to connect to PRIMARY: %s", err.strerror)
+            return None
+        except TimeoutError:
+            log.warning("Timeout connecting to the PRIMARY...")
+            return None
+        log.info("PRIMARY <-> REPLICA sync started")
+        try:
+            return await asyncio.wait_for(
+                asyncio.open_connection(address, up.port, limit=LINE_LIMIT), timeout)
+        except TimeoutError:  # before OSError: a subclass of it
+            log.warning("Timeout connecting to the PRIMARY...")
+        except OSError as err:
+            log.warning("Error condition on socket for SYNC: %s", err.strerror or err)
+        return None
 
     # --- the handshake -----------------------------------------------------------------------
 
@@ -433,6 +458,22 @@ class ReplicaLink:
                         "after processing the command '%s'",
                         reply.message[:128].decode("utf-8", "replace"),
                         argv[0][:128].decode("utf-8", "replace"))
+
+
+async def resolve(host: str, port: int) -> str:
+    """The address of `host` (the first getaddrinfo gives, as Valkey's anetResolve). The
+    lookup runs in a worker thread and may outlive its link (REPLICAOF changed meanwhile):
+    its outcome is then collected here, not reported by asyncio as never retrieved."""
+    loop = asyncio.get_running_loop()
+    lookup = loop.run_in_executor(None, socket.getaddrinfo, host, port, 0, socket.SOCK_STREAM)
+    lookup.add_done_callback(_collect)
+    infos = await lookup
+    return str(infos[0][4][0])
+
+
+def _collect(lookup: asyncio.Future[Any]) -> None:
+    if not lookup.cancelled():
+        lookup.exception()
 
 
 def compile_functions(state: ServerState, codes: list[bytes]) -> LibrarySet | None:

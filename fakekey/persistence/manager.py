@@ -462,6 +462,7 @@ class Persistence:
         self.save_keys_total = sum(len(data) for _, data, _ in image.dbs)
         self.bgsave_started = time.monotonic()
         log.info("Background saving started")
+        state.stats["total_forks"] += 1  # Valkey forks a child for each background job
         options = self.save_options(image)
         self.bgsave_task = asyncio.get_running_loop().create_task(self._bgsave(image, options))
 
@@ -539,6 +540,7 @@ class Persistence:
         now = state.clock.now_ms()
         self.rewrite_started = time.monotonic()
         log.info("Background append only file rewriting started")
+        state.stats["total_forks"] += 1
         self.rewrite_job = (image, now, base)
         self.rewrite_task = asyncio.get_running_loop().create_task(self._rewrite(image, now, base))
 

@@ -48,6 +48,9 @@ NOT_PROPAGATED = frozenset({"save", "bgsave", "bgrewriteaof", "shutdown", "debug
 FORCED = frozenset({"flushdb", "flushall", "publish", "spublish", "function|load",
                     "function|delete", "function|flush", "function|restore"})
 ASKED = FORCED | UNCOUNTED  # the commands whose propagation is asked even when nothing counted
+# commands that may touch any key (Valkey's hidden TOUCHES_ARBITRARY_KEYS flag): run on
+# their own, their unit is not a transaction (its lazy expiries go out one by one)
+TOUCHES_ARBITRARY_KEYS = frozenset({"scan", "randomkey"})
 MULTI: list[bytes] = [b"MULTI"]
 EXEC: list[bytes] = [b"EXEC"]
 
@@ -167,7 +170,7 @@ class Propagation:
                 ops = self._ops_of(client, cmd, argv, reply, journal[mark:], seen)
                 self.ops.extend(not_yet_removed(ops, self.ops[ops_mark:]))
             if not self.depth:
-                self._close_unit()
+                self._close_unit(one_by_one=cmd.name in TOUCHES_ARBITRARY_KEYS)
 
     def _inner_run(self, client: Any, cmd: Any, argv: list[bytes]) -> Any:
         if self.inner is not None:
@@ -202,13 +205,17 @@ class Propagation:
         if not self.depth:
             self._close_unit()
 
-    def _close_unit(self) -> None:
+    def _close_unit(self, one_by_one: bool = False) -> None:
+        """Hand the unit to the subscribers (`one_by_one`: each operation as a unit of
+        its own, as Valkey's propagatePendingCommands without a transaction)."""
         ops, self.ops = self.ops, []
         if self.state.journal is not None:
             self.state.journal.clear()
         if ops:
+            units = [[op] for op in ops] if one_by_one else [ops]
             for subscriber in list(self.subscribers):
-                subscriber.propagate(ops)
+                for unit in units:
+                    subscriber.propagate(unit)
 
     # --- one command's operations -----------------------------------------------------------
 

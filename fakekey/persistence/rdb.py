@@ -129,6 +129,7 @@ class Limits:
     list_size: int = -2
     compression: bool = True
     relaxed_versions: bool = False
+    skip_checksum: bool = False  # DEBUG SET-SKIP-CHECKSUM-VALIDATION 1: RESTORE takes any CRC
     module_types: bool = True  # the emulated modules' types load (their modules are on)
 
     @classmethod
@@ -710,8 +711,9 @@ _WRITERS: dict[type, Callable[[Any, Limits, list[bytes]], Iterator[None]]] = {
 # --- reading -------------------------------------------------------------------------------------
 
 
-def check_footer(payload: bytes, relaxed: bool = False) -> int:
-    """verifyDumpPayload: the RDB version when it is accepted and the CRC matches."""
+def check_footer(payload: bytes, relaxed: bool = False, skip_checksum: bool = False) -> int:
+    """verifyDumpPayload: the RDB version when it is accepted and the CRC matches
+    (`skip_checksum`: not looked at, as Valkey's skip_checksum_validation)."""
     if len(payload) < 10:
         raise PayloadError
     version = int.from_bytes(payload[-10:-8], "little")
@@ -719,14 +721,14 @@ def check_footer(payload: bytes, relaxed: bool = False) -> int:
         raise PayloadError
     if not relaxed and (version > RDB_VERSION or FOREIGN_MIN <= version <= FOREIGN_MAX):
         raise PayloadError
-    if crc64(payload[:-8]) != int.from_bytes(payload[-8:], "little"):
+    if not skip_checksum and crc64(payload[:-8]) != int.from_bytes(payload[-8:], "little"):
         raise PayloadError
     return version
 
 
 def restore(payload: bytes, limits: Limits) -> Any:
     """The value of a DUMP payload (footer checked first)."""
-    version = check_footer(payload, limits.relaxed_versions)
+    version = check_footer(payload, limits.relaxed_versions, limits.skip_checksum)
     reader = Reader(payload)  # Valkey reads the whole argument: a body may run into the footer
     rdb_type = reader.byte()
     if not (0 <= rdb_type <= 7 or 9 <= rdb_type < TYPE_LAST):
@@ -1349,7 +1351,10 @@ def parse_zipmap(data: bytes) -> list[bytes]:
             return first
         if first == 254 and pos + 5 <= n:
             pos += 5
-            return int.from_bytes(data[pos - 4 : pos], "little")
+            size = int.from_bytes(data[pos - 4 : pos], "little")
+            if size < 254:  # a short length in the long form (Valkey refuses it: CVE-2026-25243)
+                raise FormatError("zipmap overlong length")
+            return size
         raise FormatError("zipmap length")
 
     while True:

@@ -250,10 +250,18 @@ class ReplicationPrimary:
         link.state = "online"
         link.ack_offset = state.repl_offset
         link.ack_at = time.monotonic()
+        if state.repl_offset == 0 and state.upstream is None and state.loop is not None:
+            state.loop.call_soon(self._first_ping)  # once the snapshot is on its way
         if diskless:
             mark = os.urandom(20).hex().encode()
             return preamble + b"$EOF:" + mark + b"\r\n" + data + mark
         return preamble + b"$%d\r\n" % len(data) + data
+
+    def _first_ping(self) -> None:
+        """Valkey 9.1.2's replicaPutOnline: a stream still empty when a replica goes
+        online gets a PING at once (its offset no longer 0), not at the cron's period."""
+        if self.state.repl_offset == 0 and self.online():
+            self.feed(StreamEncoder().encode([(-1, PING)]))
 
     def rdb(self, state: ServerState) -> bytes:
         """The data set as Valkey's RDB file, with the replication aux fields."""

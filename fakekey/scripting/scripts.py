@@ -37,6 +37,14 @@ class Script:
         self.allow_oom = not self.compat and "allow-oom" in self.flags
 
 
+def add_insecure_api(sandbox: LuaSandbox) -> None:
+    """lua-enable-insecure-api: EVAL's scripts get getfenv, setfenv and newproxy (Valkey
+    leaves them out of the sandbox otherwise; FUNCTION's libraries never get them)."""
+    real = sandbox.lua.globals()
+    for name in (b"getfenv", b"setfenv", b"newproxy"):
+        sandbox.globals[name] = real[name]
+
+
 class EvalScripts:
     """The EVAL engine of one server: its Lua state and its script cache."""
 
@@ -47,13 +55,21 @@ class EvalScripts:
         self.cache: dict[bytes, Script] = {}
         self.lru: OrderedDict[bytes, None] = OrderedDict()
         self._sandbox: LuaSandbox | None = None
+        self.insecure_api = state.config["lua-enable-insecure-api"]
+
+    def insecure_api_set(self, on: bool) -> None:
+        """CONFIG SET lua-enable-insecure-api: a change resets the engine, as Valkey's."""
+        if on != self.insecure_api:
+            self.insecure_api = on
+            self.flush()
 
     @property
     def sandbox(self) -> LuaSandbox:
         if self._sandbox is None:
             state = self.state
             self._sandbox = LuaSandbox(self.bridge, "eval", redis_version=REDIS_VERSION,
-                                       valkey_version=state.valkey_version)
+                                       valkey_version=state.valkey_version,
+                                       prepare=add_insecure_api if self.insecure_api else None)
             self.bridge.sandbox = self._sandbox
         return self._sandbox
 
