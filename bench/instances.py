@@ -13,6 +13,10 @@ loaded), the libraries taking turns; the table gives the median of the runs. A r
   the time per instance, garbage collections included; and the process's CPU time per
   instance (every thread's: fakekey's loop thread binds and starts the server), which the
   machine's load moves less;
+- **first SET**: each kept instance's first command (its client connects then; a
+  fakekey server's start, which `FakeRedis()` leaves to the loop thread, is done by
+  then): wall time and CPU time per instance. `create` plus `first SET` is the cost of
+  an instance that is used;
 - **cycle**: an instance as a test fixture uses one: made, one SET, closed (fakekey's
   server stopped), the median of 200;
 - **round trip**: SET on one instance, the median of 2000;
@@ -44,6 +48,8 @@ METRICS = (  # key, heading, format
     ("first_ms", "first ms", "{:.1f}"),
     ("create_us", "create µs", "{:.0f}"),
     ("create_cpu_us", "create CPU µs", "{:.0f}"),
+    ("first_set_us", "first SET µs", "{:.0f}"),
+    ("first_set_cpu_us", "first SET CPU µs", "{:.0f}"),
     ("cycle_us", "cycle µs", "{:.0f}"),
     ("rtt_us", "round trip µs", "{:.0f}"),
     ("threads", "threads", "{:.0f}"),
@@ -92,8 +98,11 @@ def measure(library: str, instances: int) -> dict[str, float]:
     result["create_us"] = (time.perf_counter() - started) / instances * 1e6
     result["create_cpu_us"] = (time.process_time() - cpu) / instances * 1e6
 
+    started, cpu = time.perf_counter(), time.process_time()
     for client in kept:
         client.set("k", "v")
+    result["first_set_us"] = (time.perf_counter() - started) / instances * 1e6
+    result["first_set_cpu_us"] = (time.process_time() - cpu) / instances * 1e6
     result["threads"] = threading.active_count() - threads_before
     result["fds_per_instance"] = (open_fds() - fds_before) / (instances + 1)
 
@@ -178,7 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         for library in libraries:  # in turns: the machine's load falls on both alike
             runs[library].append(run_once(library, args.instances, args.timeout))
     results = {library: medians(runs[library]) for library in libraries}
-    print(f"{args.instances} instances, median of {args.runs} runs")
+    from fakekey import COMPILED
+
+    build = "compiled" if COMPILED else "pure Python"
+    print(f"{args.instances} instances, median of {args.runs} runs (fakekey {build})")
     print(table(results))
     if args.json:
         with open(args.json, "w") as out:

@@ -262,8 +262,8 @@ def move_slots(state: ServerState, source: ClusterView, target: ClusterView, ran
     (a new config epoch), the keys deleted on the source, then the claim announced."""
     slots = [s for a, b in ranges for s in range(a, b + 1)]
     moved: list[tuple[int, list[bytes]]] = []
-    for index, db in enumerate(state.dbs):
-        index_of_slots = db.slot_index
+    for db in state.dbs:
+        index, index_of_slots = db.index, db.slot_index
         if index_of_slots is None:
             continue
         keys = [k for s in slots for k in index_of_slots.keys(s, index_of_slots.count(s))]

@@ -15,6 +15,7 @@ docs/fakeredis.md has the migration guide.
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import weakref
@@ -87,7 +88,7 @@ class FakeServer:
         server = Server(config=_text_config(config), **settings)
         if gate is not None:
             version_gate.apply(server.state, gate)
-        self.server = server.start()
+        self.server = server.start(wait=False)  # its clients' first command waits for the start
         self._finalizer = weakref.finalize(self, self.server.stop)
         _live.add(self)
 
@@ -200,6 +201,9 @@ class FakeClientMixin:
     fake_server: FakeServer | None
     _no_retry: Any = None  # a Retry that never retries, per client library
     _parse_url: Any = None
+    # the library's plain connection class, and its fake one (which takes `server=`)
+    _plain_connection: Any = None
+    _fake_connection: Any = None
 
     def __init__(self, *args: Any, server: FakeServer | None = None, version: Any = None,
                  server_type: str | None = None, connected: bool = True, lua_modules: Any = None,
@@ -221,8 +225,18 @@ class FakeClientMixin:
             # it surfaces at once instead of after the client's reconnect back-off
             kwargs.setdefault("retry", self._no_retry())
             super().__init__(host=server.host, port=server.port, **kwargs)  # type: ignore[call-arg]
+            self._name_server_in_pool(server)
         if not connected and self.fake_server is not None:
             self.fake_server.connected = False
+
+    def _name_server_in_pool(self, server: FakeServer) -> None:
+        """fakeredis code reaches a client's server as `connection_pool.connection_kwargs
+        ["server"]`: the pool this client made names it, and makes its connections with
+        the library's fake connection class, which takes it (an SSL pool is left as is)."""
+        pool = self.connection_pool  # type: ignore[attr-defined]
+        if self._fake_connection is not None and pool.connection_class is self._plain_connection:
+            pool.connection_class = self._fake_connection
+            pool.connection_kwargs["server"] = server
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> Any:
@@ -301,12 +315,15 @@ def _redis_classes() -> dict[str, type]:
     from redis.connection import parse_url
     from redis.retry import Retry
 
+    connection = _connection_class("FakeConnection", redis.connection.Connection)
+    async_connection = _connection_class("FakeAsyncConnection", redis.asyncio.connection.Connection)
     return {
-        "FakeRedis": _client_class("FakeRedis", redis.Redis, lambda: Retry(NoBackoff(), 0), parse_url),
+        "FakeRedis": _client_class("FakeRedis", redis.Redis, _no_retry_maker(Retry, NoBackoff), parse_url,
+                                   connection),
         "FakeAsyncRedis": _client_class("FakeAsyncRedis", redis.asyncio.Redis,
-                                        lambda: AsyncRetry(NoBackoff(), 0), parse_url),
-        "FakeConnection": _connection_class("FakeConnection", redis.connection.Connection),
-        "FakeAsyncConnection": _connection_class("FakeAsyncConnection", redis.asyncio.connection.Connection),
+                                        _no_retry_maker(AsyncRetry, NoBackoff), parse_url, async_connection),
+        "FakeConnection": connection,
+        "FakeAsyncConnection": async_connection,
     }
 
 
@@ -314,6 +331,8 @@ def _valkey_classes() -> dict[str, type]:
     try:
         import valkey
         import valkey.asyncio
+        import valkey.asyncio.connection
+        import valkey.connection
         from valkey.asyncio.retry import Retry as AsyncRetry
         from valkey.backoff import NoBackoff
         from valkey.connection import parse_url
@@ -322,19 +341,38 @@ def _valkey_classes() -> dict[str, type]:
         raise ImportError("FakeValkey, FakeStrictValkey and FakeAsyncValkey need the valkey package "
                           "(pip install valkey)") from err
     return {
-        "FakeValkey": _client_class("FakeValkey", valkey.Valkey, lambda: Retry(NoBackoff(), 0), parse_url),
+        "FakeValkey": _client_class("FakeValkey", valkey.Valkey, _no_retry_maker(Retry, NoBackoff), parse_url,
+                                    _connection_class("FakeValkeyConnection", valkey.connection.Connection)),
         "FakeAsyncValkey": _client_class("FakeAsyncValkey", valkey.asyncio.Valkey,
-                                         lambda: AsyncRetry(NoBackoff(), 0), parse_url),
+                                         _no_retry_maker(AsyncRetry, NoBackoff), parse_url,
+                                         _connection_class("FakeAsyncValkeyConnection",
+                                                           valkey.asyncio.connection.Connection)),
     }
 
 
-def _client_class(name: str, base: type, no_retry: Any, parse_url: Any) -> type:
+def _no_retry_maker(retry: type, no_backoff: type) -> Any:
+    """What makes the client library's Retry of no retry and no back-off, of a subclass
+    whose deep copy is a shallow one: the library deep-copies a client's retry, and
+    again each connection's (~19 µs each, pure Python, as much as the rest of making the
+    client), and this one holds nothing a copy must not share (a stateless back-off, a
+    count, a tuple of error types)."""
+    cheap = type(retry.__name__, (retry,), {"__module__": __name__, "__deepcopy__": _shallow_copy})
+    return lambda: cheap(no_backoff(), 0)
+
+
+def _shallow_copy(self: Any, memo: Any) -> Any:
+    return copy.copy(self)
+
+
+def _client_class(name: str, base: type, no_retry: Any, parse_url: Any, fake_connection: type) -> type:
     namespace = {
         "__module__": __name__,
         "__doc__": f"A `{base.__module__}.{base.__qualname__}` bound to a fake server "
                    f"(`server=`, the pool's, the one of its address, or a new one).",
         "_no_retry": staticmethod(no_retry),
         "_parse_url": staticmethod(parse_url),
+        "_plain_connection": fake_connection.__mro__[2],  # (fake, mixin, the library's)
+        "_fake_connection": fake_connection,
     }
     return type(name, (FakeClientMixin, base), namespace)
 

@@ -567,7 +567,7 @@ def enable_cluster(state: ServerState, host: str, port: int) -> ClusterView:
     view = ClusterView(state, myself)
     state.cluster = view
     view.refresh()
-    del state.dbs[state.config["cluster-databases"]:]
+    state.dbs.truncate(state.config["cluster-databases"])
     for db in state.dbs:
         index = SlotIndex()
         for key in db.data:

@@ -88,14 +88,15 @@ class ActiveExpiry:
             budget = effort.slow_time_perc * 10_000_000 // state.config["hz"]
         deadline = started + budget
         now = state.tick()
-        dbs = state.dbs
-        visits = len(dbs) if self.timed_out else min(DBS_PER_CALL, len(dbs))
+        dbs = state.dbs.slots  # None for a database never made (core/keyspace.py Databases)
+        count = len(dbs)
+        visits = count if self.timed_out else min(DBS_PER_CALL, count)
         self.timed_out = False
         sampled = expired = fields_sampled = fields_expired = 0
         for _ in range(visits):
-            db = dbs[self.next_db % len(dbs)]
+            db = dbs[self.next_db % count]
             self.next_db += 1
-            if not (db.expires or db.field_ttl_keys):
+            if db is None or not (db.expires or db.field_ttl_keys):
                 continue  # nothing to sample (most databases of an idle server): no steps
             looked, gone = self._expire_keys(db, now, effort, deadline)
             sampled += looked

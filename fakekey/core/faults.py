@@ -127,7 +127,9 @@ class Faults:
         self.rules: dict[str, Rule] = {}  # in the order added: the first that fires acts
         self.latency_ms = 0
         self.seed = DEFAULT_SEED
-        self.draw = random.Random(DEFAULT_SEED)
+        # PROBABILITY's generator, made on first use: seeding one costs more than the
+        # rest of a new server's faults together (bench/instances.py)
+        self._draw: random.Random | None = None
         self.controllers: set[int] = set()  # ids of the connections that sent FAKEKEY.FAULT
         self.held: dict[str, list[Held]] = {}  # HANG's requests, by rule name, until DEL / RESET
         self.network: Network | None = None  # the listeners' switch, set by the Server (net/)
@@ -161,7 +163,13 @@ class Faults:
 
     def set_seed(self, seed: int) -> None:
         self.seed = seed
-        self.draw = random.Random(seed)
+        self._draw = None  # the next draw starts from the new seed
+
+    @property
+    def draw(self) -> random.Random:
+        if self._draw is None:
+            self._draw = random.Random(self.seed)
+        return self._draw
 
     def set_latency(self, ms: int) -> None:
         self.latency_ms = ms

@@ -16,10 +16,12 @@ FREEZEGUN_FRAMES: Final = 5
 
 
 def patched_time_us() -> int:
-    """The patched time in microseconds; the wall clock when the patch answers no number
-    (a mock whose side_effect list ran out, or that raises)."""
+    """The patched time in microseconds, to the nearest (a patched 1234567890.1234567 is
+    TIME's 123457 µs, not 123456: a float's seconds rarely hold the exact microsecond);
+    the wall clock when the patch answers no number (a mock whose side_effect list ran
+    out, or that raises)."""
     try:
-        return int(float(_read_time(FREEZEGUN_FRAMES)) * 1_000_000)
+        return round(float(_read_time(FREEZEGUN_FRAMES)) * 1_000_000)
     except Exception:  # noqa: BLE001 - the test's patch, not the server, is at fault
         return time.time_ns() // 1000
 

@@ -167,7 +167,10 @@ class Selector:
     dbs: frozenset[int] | None = None  # None: every database (alldbs)
     all_commands: bool = False  # the ALLCOMMANDS flag: no command check at all
     future: bool = False  # +@all was the base: commands added later are allowed too
-    allowed: set[str] = field(default_factory=set)
+    # the commands allowed; after +@all the process's frozenset of every name, shared until
+    # a rule changes it (`_change` makes it a set of its own): a copy per server cost more
+    # than the rest of a new server's users
+    allowed: set[str] | frozenset[str] = field(default_factory=set)
     first_args: dict[str, list[bytes]] = field(default_factory=dict)
     rules: list[str] = field(default_factory=list)  # the command rules after the base
 
@@ -218,7 +221,7 @@ class Selector:
             raise RuleError(SYNTAX_ERROR)
 
     def _set_all_commands(self, allow: bool) -> None:
-        self.allowed = set(every_command_name()) if allow else set()
+        self.allowed = every_command_name() if allow else set()
         self.all_commands = self.future = allow
         self.rules = []
         self.first_args = {}
@@ -248,10 +251,11 @@ class Selector:
     def _change(self, cmd: Command, allow: bool) -> None:
         """A command and, for a container, all its subcommands (ACLChangeSelectorPerm)."""
         names = [cmd.name, *(sub.name for sub in cmd.subcommands.values())]
+        allowed = self.allowed = set(self.allowed) if isinstance(self.allowed, frozenset) else self.allowed
         if allow:
-            self.allowed.update(names)
+            allowed.update(names)
         else:
-            self.allowed.difference_update(names)
+            allowed.difference_update(names)
             self.all_commands = False
         self.first_args.pop(cmd.name, None)
 

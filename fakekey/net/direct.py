@@ -245,9 +245,10 @@ class DirectAccess:
 
     def _take_snapshot(self) -> Snapshot:
         snap = Snapshot()
-        for index, database in enumerate(self.state.dbs):
+        for database in self.state.dbs:
             if not len(database.data):
                 continue
+            index = database.index
             keys = sorted(plain(self._run_direct(index, [b"KEYS", b"*"])))
             snap.databases[index] = [
                 (key, plain(self._run_direct(index, [b"DUMP", key])),

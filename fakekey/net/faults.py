@@ -162,12 +162,21 @@ class ServerNetwork:
                 client.close_after_reply = True
             else:
                 connection.abort()
+        loop = server._loop
+        assert loop is not None
+        # a connection accepted before the listeners closed is made (connection_made) at
+        # the loop's next turn, too late for the sweep above: dropped then
+        loop.call_soon(self._drop_made_since, set(server.state.clients))
         if ms:
-            loop = server._loop
-            assert loop is not None
             # a task of the server's: stopping the server cancels it
             self._up_later = loop.create_task(self._up_after(ms))
             server._tasks.append(self._up_later)
+
+    def _drop_made_since(self, known: set[int]) -> None:
+        if self.is_down:
+            for client_id, client in list(self.server.state.clients.items()):
+                if client_id not in known and client.connection is not None:
+                    client.connection.abort()
 
     async def _up_after(self, ms: int) -> None:
         await asyncio.sleep(ms / 1000)

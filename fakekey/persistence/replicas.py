@@ -37,8 +37,12 @@ class ReplicaFeed(Recorder):
     def attach(self, replica: ServerState) -> None:
         """A new replica: it gets the primary's data, then follows it (a full sync)."""
         replayer = Replayer(replica)
-        for db, mine in zip(replica.dbs, self.state.dbs, strict=False):
+        for db in replica.dbs:
             db.flush()
+        for mine in self.state.dbs:
+            if not mine.data or mine.index >= len(replica.dbs):
+                continue
+            db = replica.dbs[mine.index]
             for key, value in mine.data.items():
                 db.load(key, value.copy() if hasattr(value, "copy") else bytes(value),
                         mine.expires.get(key, -1), self.state.now)

@@ -88,6 +88,16 @@ def test_stream_ids_follow_the_patched_time(patch, client):
         assert client.xadd("s", {"f": "v"}) == f"{START}000-1".encode()
 
 
+@pytest.mark.parametrize(("patched", "time_reply"), [
+    (1234567890.1234567, (1234567890, 123457)),  # the float is ...123456.7 µs: the nearest is 457
+    (1234567890.0000004, (1234567890, 0)),
+    (1234567890.9999996, (1234567891, 0)),
+])
+def test_the_patched_time_is_read_to_the_nearest_microsecond(client, patched, time_reply):
+    with mock.patch("time.time", return_value=patched):
+        assert client.time() == time_reply
+
+
 @pytest.mark.parametrize("patch", PATCHES)
 def test_blocking_timeouts_follow_the_patched_time(patch, server, client):
     with PATCHES[patch]() as move:

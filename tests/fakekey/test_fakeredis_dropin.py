@@ -1,9 +1,11 @@
 """fakeredis-style tests, as its documentation writes them, with `fakeredis` replaced by
 `fakekey`: the Fake* clients are the real client classes on a private fakekey server."""
 
+import asyncio
 import gc
 import socket
 import time
+from unittest import mock
 
 import pytest
 import redis
@@ -196,4 +198,43 @@ async def test_async_valkey_client():
     assert isinstance(r, valkey_asyncio.Valkey)
     await r.rpush("l", "a")
     assert await r.lrange("l", 0, -1) == [b"a"]
+    await r.aclose()
+
+
+@pytest.mark.parametrize("name", ["FakeRedis", "FakeValkey"])
+def test_the_pool_a_client_makes_names_its_server(name):
+    """fakeredis code reaches a client's server as connection_kwargs["server"]: a shared
+    one too, and the pool's connections (made later) reach it."""
+    pytest.importorskip(name[4:].lower())
+    server = fakekey.FakeServer()
+    for client in (getattr(fakekey, name)(server=server), getattr(fakekey, name)(),
+                   getattr(fakekey, name)(host="pool-names-its-server", port=6379, single_connection_client=True)):
+        assert client.connection_pool.connection_kwargs["server"] is client.fake_server
+        assert client.set("k", "v") is True
+    assert fakekey.FakeRedis(server=server).get("k") == b"v"
+    assert fakekey.FakeRedis(host="pool-names-its-server", port=6379).get("k") == b"v"
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("name", ["FakeAsyncRedis", "FakeAsyncValkey"])
+async def test_the_pool_an_async_client_makes_names_its_server(name):
+    pytest.importorskip("valkey" if "Valkey" in name else "redis")
+    client = getattr(fakekey, name)()
+    assert client.connection_pool.connection_kwargs["server"] is client.fake_server
+    assert await client.set("k", "v") is True
+    await client.aclose()
+
+
+@pytest.mark.asyncio
+async def test_waiting_for_a_pubsub_message_calls_no_asyncio_sleep():
+    """An async client's get_message(timeout=...) waits on its socket, and the in-process
+    servers' crons are loop timers: nothing calls asyncio.sleep meanwhile (fakeredis's
+    tests patch it to count the calls)."""
+    r = fakekey.FakeAsyncRedis()
+    async with r.pubsub() as pubsub:
+        await pubsub.subscribe("channel")
+        assert (await pubsub.get_message(timeout=5))["type"] == "subscribe"
+        with mock.patch("asyncio.sleep", wraps=asyncio.sleep) as sleep:
+            assert await pubsub.get_message(timeout=0.3) is None  # three of the server's cron turns
+        assert sleep.call_count == 0
     await r.aclose()

@@ -22,8 +22,10 @@ from contextlib import contextmanager
 import pytest
 
 import fakekey
+from fakekey.net import beats
 from fakekey.net.loop_thread import THREAD_NAME, shared_loop_thread
 from fakekey.net.server import Server
+from fakekey.persistence.snapshot import LoadError
 from fakekey.testing.raw import RawClient
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
@@ -99,6 +101,35 @@ def test_a_new_server_makes_a_commands_counters_at_its_first_count():
         assert b"cmdstat_get:calls=0,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=0" in stats
         assert client.call("CONFIG", "RESETSTAT") == ("+", b"OK")
         assert b"cmdstat_set" not in client.call("INFO", "commandstats")[1]
+
+
+def made_databases(server: Server) -> list[int]:
+    return [index for index in range(len(server.state.dbs)) if server.state.dbs.made_at(index) is not None]
+
+
+def test_a_database_is_made_at_its_first_use():
+    """A new server makes none of its sixteen databases; a client's SELECT (or MOVE,
+    COPY DB, SWAPDB) makes the ones it names, and what walks every database (FLUSHALL,
+    INFO keyspace, DBSIZE) makes none, answering as Valkey does."""
+    with servers(1) as (server,):
+        assert len(server.state.dbs) == 16 and made_databases(server) == []
+        with RawClient(server.host, server.port) as client:
+            assert client.call("PING") == ("+", b"PONG")
+            assert made_databases(server) == [0]  # the connection's current database
+            assert client.call("SET", "k", "v", "PX", "100000") == ("+", b"OK")
+            assert client.call("FLUSHALL") == ("+", b"OK")
+            assert client.call("SET", "k", "v") == ("+", b"OK")
+            assert client.call("INFO", "keyspace")[1].endswith(b"db0:keys=1,expires=0,avg_ttl=0,keys_with_volatile_items=0\r\n")
+            assert client.call("MOVE", "k", "3") == (":", 1)
+            assert client.call("COPY", "k2", "k", "DB", "5") == (":", 0)
+            assert made_databases(server) == [0, 3, 5]
+            assert client.call("SWAPDB", "3", "9") == ("+", b"OK")
+            assert client.call("SELECT", "9") == ("+", b"OK")
+            assert client.call("GET", "k") == ("$", b"v")
+            assert client.call("DBSIZE") == (":", 1)
+            assert client.call("SELECT", "16")[0] == "-"
+            assert made_databases(server) == [0, 3, 5, 9]
+            assert server.state.dbs[9].index == 9 and [db.index for db in server.state.dbs] == [0, 3, 5, 9]
 
 
 def test_a_server_started_in_a_running_loop_serves_on_that_loop():
@@ -177,6 +208,61 @@ def test_a_finalizer_run_on_the_loop_thread_only_asks_the_server_to_stop():
 
 async def _call(fn: Callable[[], object]) -> None:
     fn()
+
+
+def crons_beating_every(period: float) -> dict[Callable[[], None], None]:
+    beat = beats._beats.get((id(shared_loop_thread().loop), period))
+    return dict(beat.crons) if beat is not None else {}
+
+
+def test_the_crons_of_a_loops_servers_share_one_timer_per_period():
+    """Each server's cron (every 1/hz s) and persistence's (every 0.1 s) run on the
+    loop's beat of that period (net/beats.py): one timer for every idle server, not two
+    each. CONFIG SET hz moves that server's cron to the beat of the new period."""
+    with servers(3) as many:
+        crons = [server._cron for server in many] + [server._persistence_cron for server in many]
+        assert all(cron in crons_beating_every(0.1) for cron in crons)
+        first = many[0]
+        with RawClient(first.host, first.port) as client:
+            assert client.call("CONFIG", "SET", "hz", "50") == ("+", b"OK")
+            wait_for(lambda: first._cron in crons_beating_every(0.02), "on the beat of hz 50")
+            assert first._cron not in crons_beating_every(0.1) and many[1]._cron in crons_beating_every(0.1)
+            assert client.call("SET", "k", "v", "PX", "1") == ("+", b"OK")
+            wait_for(lambda: client.call("DBSIZE") == (":", 0), "expired by the cron")
+    assert not any(cron in crons_beating_every(0.1) or cron in crons_beating_every(0.02) for cron in crons)
+
+
+def test_a_fake_server_returns_listening_and_its_start_ends_on_the_loop():
+    """FakeServer() binds its port in the caller's thread and leaves the rest of the
+    start to the loop thread: a connection made at once waits in the backlog and is
+    served; the direct API, close() and a finalizer wait for the start first."""
+    for _ in range(10):
+        fake = fakekey.FakeServer()
+        port = fake.port
+        fake.close()  # at once: the start ends, then the server stops
+        assert refuses_connections(port)
+    fake = fakekey.FakeServer()
+    with RawClient(fake.host, fake.port) as client:
+        fake.server.set("k", "v")
+        assert client.call("GET", "k") == ("$", b"v")
+    fake.close()
+    loop = shared_loop_thread().loop
+    release = threading.Event()
+    loop.call_soon_threadsafe(release.wait, 10)  # the loop busy: the start waits in its queue
+    fake = fakekey.FakeServer()
+    port = fake.port
+    asked = asyncio.run_coroutine_threadsafe(_call(fake.close), loop)  # close() on the loop thread
+    release.set()
+    asked.result(10)
+    wait_for(lambda: refuses_connections(port), "stopped")
+
+
+def test_a_start_that_can_be_refused_waits_for_the_loop_whatever_it_is_asked(tmp_path):
+    """start(wait=False) waits all the same when something after the bind may refuse
+    the start (data to load, here a damaged snapshot): the caller hears why."""
+    (tmp_path / "dump.rdb").write_bytes(b"REDIS0011 not a snapshot")
+    with pytest.raises(LoadError):
+        Server(dir=str(tmp_path)).start(wait=False)
 
 
 def test_an_embedded_server_leaves_the_descriptor_limit_alone(capfd):

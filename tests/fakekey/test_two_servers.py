@@ -134,3 +134,23 @@ def test_renamed_and_removed_commands_are_per_server() -> None:
         r2.close()
     with Server() as later, redis.Redis.from_url(later.url) as r3:
         assert r3.execute_command("FAKEKEY.CLOCK", "GET") > 0  # the next server has them all
+
+
+def test_servers_that_rename_nothing_share_their_read_only_command_table() -> None:
+    """The table of a server that leaves commands out (a module, FAKEKEY.*) but renames
+    none is made once per process and shared, read-only, as the declarations are; a
+    server that renames has its own, and the others keep the command."""
+    plain = Server(enable_emq_module="no")
+    assert Server(enable_emq_module="no").state.registry is plain.state.registry
+    assert Server(enable_fakekey_commands="no").state.registry is not plain.state.registry
+    with Server(config=[("rename-command", ["get", "fetch"])], enable_emq_module="no") as renamed, \
+            Server(enable_emq_module="no") as other:
+        assert renamed.state.registry is not plain.state.registry
+        assert other.state.registry is plain.state.registry
+        with redis.Redis.from_url(renamed.url) as r1, redis.Redis.from_url(other.url) as r2:
+            r2.set("k", "v")
+            assert r2.get("k") == b"v"
+            with pytest.raises(redis.ResponseError, match="unknown command 'EMQ.CAPS'"):
+                r2.execute_command("EMQ.CAPS", 0)
+            with pytest.raises(redis.ResponseError, match="unknown command 'GET'"):
+                r1.get("k")
