@@ -647,14 +647,6 @@ class Persistence:
 
     # --- the cron, shutdown --------------------------------------------------------------------
 
-    async def run_cron(self) -> None:
-        while True:
-            await asyncio.sleep(0.1)
-            try:
-                self.cron()
-            except Exception:  # noqa: BLE001 - the cron must never die
-                log.exception("persistence cron")
-
     def cron(self) -> None:
         state = self.state
         if state.aof is not None:
