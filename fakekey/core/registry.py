@@ -283,8 +283,9 @@ class Registry:
         return table
 
     def modules_switched_off(self, config: Settings) -> bool:
-        """Whether `config` turns any emulated module off."""
-        return not all(config[switch] for switch in self.module_switches.values())
+        """Whether `config` turns off an emulated module this table still has (a table
+        made for such a config lists only the modules it leaves on)."""
+        return not all(config[self.module_switches[name]] for name in self.modules)
 
     def with_modules(self, config: Settings) -> Registry:
         """A table of the same commands less the verbs of the emulated modules `config`

@@ -1011,11 +1011,12 @@ class Users:
             if not words:
                 continue
             name, rules = words[0], [w.encode("utf-8", "surrogateescape") for w in words[1:]]
-            user = User(name) if name != "default" else self.default
+            all_channels = self.all_channels_default()
+            user = self.new_user(name) if name != "default" else self.default
             if name == "default":
-                user.apply(b"reset")
+                user.apply(b"reset", all_channels)
             for rule in merge_selector_args(rules):
-                user.apply(rule)
+                user.apply(rule, all_channels)
             self.by_name[name] = user
 
 
@@ -1037,14 +1038,15 @@ def check_user_directive(words: list[str]) -> None:
                 raise ValueError(f"Error in user declaration '{words[0]}': {err}") from None
 
 
-def _apply_loaded(user: User, rules: list[bytes], source: str, number: int) -> str:
+def _apply_loaded(user: User, rules: list[bytes], source: str, number: int,
+                  all_channels: bool = False) -> str:
     """Apply an ACL file line's rules; the error text for the ones that fail."""
     errors = ""
     reported = False
     for rule in rules:
         rule = rule.strip(b"\t\r\n")
         try:
-            user.apply(rule)
+            user.apply(rule, all_channels)
         except RuleError as err:
             if str(err) == UNKNOWN_NAME:
                 errors += f"{source}:{number}: Error in applying operation '{rule.decode()}': {err}. "

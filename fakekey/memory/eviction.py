@@ -337,7 +337,9 @@ def pick_random(state: ServerState, policy: str) -> tuple[Database, bytes] | Non
     count = len(state.dbs)
     for _ in range(count):
         state.next_eviction_db = (state.next_eviction_db + 1) % count
-        db = state.dbs[state.next_eviction_db]
+        db = state.dbs.made_at(state.next_eviction_db)
+        if db is None:  # never made: no keys
+            continue
         if policy == "allkeys-random":
             keys = tracker.table(db).sample(1)
         else:
