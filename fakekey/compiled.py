@@ -35,6 +35,7 @@ MODULES = (
     "fakekey.core.field_expiry",
     "fakekey.core.sampled",
     "fakekey.core.table",
+    "fakekey.core.access",
     "fakekey.core.expiry",
     "fakekey.codecs.shebang",
     "fakekey.codecs.numbers",

@@ -11,10 +11,12 @@ emit the keyspace notification. Handlers call the funnel; they never do these th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 import fakekey.memory.lfu as lfu
 from fakekey.codecs.errors import WRONGTYPE
+from fakekey.core.access import AccessTimes
 from fakekey.core.cluster import SlotIndex
 from fakekey.core.sampled import SampledKeys
 from fakekey.core.table import Table
@@ -49,7 +51,8 @@ class Database:
         # the per-key tables grow a part at a time (fakekey/core/table.py)
         self.data = Table()  # key -> value
         self.expires = Table()  # key -> unix ms deadline
-        self.access = Table()  # key -> ms of last access (OBJECT IDLETIME)
+        # key -> ms of last access, to the second (OBJECT IDLETIME, LRU: core/access.py)
+        self.access = AccessTimes(self.data)
         self.watched: dict[bytes, set[Client]] = {}  # WATCH
         self.waiting: dict[bytes, Any] = {}  # key -> FIFO of blocked clients
         self.scan_order: Any = None  # SCAN's key order, kept once scanned (commands/key_order.py)
@@ -76,20 +79,39 @@ class Database:
     def lookup(self, key: bytes) -> Any:
         """The live value of `key` or None; an expired key is deleted on the way."""
         value = self.data.get(key)
-        if value is None:
-            if self.state.notify_flags:
-                self.state.notify_miss(self, key)
-            return None
-        if self.expires and key in self.expires and self._expire_if_due(key):
-            if self.state.notify_flags:
-                self.state.notify_miss(self, key)
+        if value is None or (self.expires and key in self.expires and self._expire_if_due(key)):
+            state = self.state
+            if state.counts_lookups:  # a read command's lookup (Valkey's lookupKeyRead)
+                state.keyspace_misses += 1
+            if state.notify_flags:
+                state.notify_miss(self, key)
             return None
         state = self.state
+        if state.counts_lookups:
+            state.keyspace_hits += 1
         if state.touch_keys:
-            self.access[key] = state.now
+            self._stamp_access(key, state.now)
             if state.lfu_on:  # an LFU policy: the access counts (Valkey's updateLFU)
                 self.lfu_access(key)
         return value
+
+    def lookup_write(self, key: bytes) -> Any:
+        """`lookup` as Valkey's lookupKeyWrite: never counted in keyspace_hits/misses,
+        even inside a command whose reads count (PFMERGE's destination)."""
+        state = self.state
+        counts, state.counts_lookups = state.counts_lookups, False
+        try:
+            return self.lookup(key)
+        finally:
+            state.counts_lookups = counts
+
+    def count_read(self, found: bool) -> None:
+        """A write command's read of a key (Valkey's lookupKeyRead: COPY's source, SET's
+        GET) counted as a read command's lookup is."""
+        if found:
+            self.state.keyspace_hits += 1
+        else:
+            self.state.keyspace_misses += 1
 
     def lfu_access(self, key: bytes) -> None:
         """Valkey's updateLFU for one access to `key` (once per command and key)."""
@@ -116,8 +138,14 @@ class Database:
         found = key in self.data and not (
             self.expires and key in self.expires and self._expire_if_due(key)
         )
-        if not found and self.state.notify_flags:
-            self.state.notify_miss(self, key)
+        state = self.state
+        if state.counts_lookups:  # EXISTS, TYPE, TTL, OBJECT: Valkey's LOOKUP_NOTOUCH reads
+            if found:
+                state.keyspace_hits += 1
+            else:
+                state.keyspace_misses += 1
+        if not found and state.notify_flags:
+            state.notify_miss(self, key)
         return found
 
     def ttl_ms(self, key: bytes) -> int | None:
@@ -135,32 +163,49 @@ class Database:
         klass: str = "g",
     ) -> None:
         """Store `value` at `key` (new or replacing), clearing its TTL unless kept."""
+        state = self.state
         old = self.data.put(key, value)
-        if self.state.lfu_on:
+        if state.lfu_on:
             # a new value starts at LFU_INIT_VAL; an overwrite keeps its counter, and counts
             # the access Valkey's setKey makes looking the key up (unless this command did)
             if old is None:
-                self.lfu[key] = lfu.fresh(self.state.now)
-            elif self.state.touch_keys and self.lfu_touched != (key, self.state.commands_processed):
+                self.lfu[key] = lfu.fresh(state.now)
+            elif state.touch_keys and self.lfu_touched != (key, state.commands_processed):
                 self.lfu_access(key)
         if old is None:
-            if self.state.notify_flags:
-                self.state.notify(self, "n", "new", key)
+            if state.notify_flags:
+                state.notify(self, "n", "new", key)
             self.sampled_keys.added(key, self.data)
             if self.slot_index is not None:
                 self.slot_index.added(key)
             if self.scan_added is not None:
                 self._scan_added(key)
         elif old is not value and type(old) is not bytes:  # a replaced value is freed
-            release(self.state, old, lazy_setting(self.state, "server-del"))
+            release(state, old, lazy_setting(state, "server-del"))
         if type(value) is HashValue and value.ttls:  # RESTORE, COPY: its fields expire here
             self.track_field_ttls(key)
         if self.numbers_as_text:
             self.numbers_as_text.discard(key)
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
-        self.access[key] = self.state.now
-        self.written(key, event, klass)
+        # a new key's time follows from its place (core/access.py), unless eviction
+        # will read it (maxmemory): a walk of the key's shard for each would be too slow
+        if old is None and state.memory is None:
+            access = self.access
+            access.added(key, access.stamp(state.now))
+        else:
+            self._stamp_access(key, state.now)
+        self.written_value(key, value, event, klass)
+
+    def _stamp_access(self, key: bytes, now: int) -> None:
+        """`key` was accessed at `now` (ms). Its entry is written only when it changes:
+        INCR's lookup stamps the key it then writes, and a key read or written again
+        within the second already has its stamp (a read costs less than a write)."""
+        access = self.access
+        stamp = access.stamp(now)
+        touched = access.touched
+        if touched.get(key) is not stamp:
+            touched[key] = stamp
 
     def _scan_added(self, key: bytes) -> None:
         """A new key, for SCAN's kept order; one never scanned again forgets the order
@@ -185,32 +230,39 @@ class Database:
         event, as Valkey does. Each change counts one in the dirty counter (INFO
         rdb_changes_since_last_save) except a new deadline: it belongs to the value
         written with it (SET EX), or its command counts it (EXPIRE: fakekey/core/dirty.py)."""
+        self.written_value(key, self.data.get(key), event, klass)
+
+    def written_value(self, key: bytes, value: Any, event: str | None, klass: str) -> None:
+        """`written` by a caller that holds the key's value, as stored (None: not stored),
+        so that the funnel need not read it again: set_value, a push onto a list."""
+        state = self.state
         if event != "expire":
-            self.state.dirty += 1
-        if self.state.journal is not None:  # Valkey's form is being propagated (persistence/propagate.py)
-            self.state.journal.append((self.index, key))
-        value = self.data.get(key)
-        emptied = value is not None and not isinstance(value, STRING_TYPES) and not value
+            state.dirty += 1
+        if state.journal is not None:  # Valkey's form is being propagated (persistence/propagate.py)
+            state.journal.append((self.index, key))
+        # a string is never an empty container: its type alone settles it
+        emptied = (type(value) is not bytes and value is not None
+                   and not isinstance(value, STRING_TYPES) and not value)
         if emptied:
             self._remove(key)  # an emptied container does not exist
         if self.watched:
             self._touch_watchers(key)
         if self.waiting and key in self.waiting:
             if emptied:  # deleted: only waiters that care (XREADGROUP) wake, as dbDelete
-                self.state.blocking.signal_deleted(self, key)
+                state.blocking.signal_deleted(self, key)
             elif key in self.data:
-                self.state.blocking.signal(self, key)
-        if self.state.wake_watch is not None:  # the lost-wake detector, armed (core/wakes.py)
-            self.state.wake_watch.written(self, key, event)
-        if self.state.tracking:  # client-side caching: the readers' invalidation
-            self.state.tracking.invalidate(key)
-        if self.state.memory is not None:  # maxmemory: the key's new estimate (fakekey/memory/eviction.py)
-            self.state.memory.changed(self, key)
-        if self.state.notify_flags:
+                state.blocking.signal(self, key)
+        if state.wake_watch is not None:  # the lost-wake detector, armed (core/wakes.py)
+            state.wake_watch.written(self, key, event)
+        if state.tracking is not None:  # client-side caching: the readers' invalidation
+            state.tracking.invalidate(key)
+        if state.memory is not None:  # maxmemory: the key's new estimate (fakekey/memory/eviction.py)
+            state.memory.changed(self, key)
+        if state.notify_flags:
             if event is not None:
-                self.state.notify(self, klass, event, key)
+                state.notify(self, klass, event, key)
             if emptied:
-                self.state.notify(self, "g", "del", key)
+                state.notify(self, "g", "del", key)
 
     def delete(self, key: bytes, event: str | None = "del", lazy: bool | None = None,
                by_server: bool = False) -> bool:
@@ -246,6 +298,8 @@ class Database:
             self.state.journal.append((self.index, key))
         if new:
             self.sampled_volatile.added(key, expires)
+        if self.state.upstream is not None:  # a writable replica's own key: its cron expires it
+            self.state.upstream.remember_own_expire(self.state, self.index, key)
 
     def load(self, key: bytes, value: Any, deadline: int, now: int) -> None:
         """A key read from a snapshot at startup: stored as it was, announced to nobody."""
@@ -259,7 +313,12 @@ class Database:
                 self._scan_added(key)
         if type(value) is HashValue and value.ttls:
             self.track_field_ttls(key)
-        self.access[key] = now
+        access = self.access
+        stamp = access.stamp(now)
+        if new and self.state.memory is None:
+            access.added(key, stamp)
+        else:
+            access.touched[key] = stamp
         if deadline >= 0:
             self.set_expire(key, deadline)
 
@@ -271,6 +330,7 @@ class Database:
         return True
 
     def _remove(self, key: bytes) -> None:
+        self.access.removing(key)  # first: a run's mark passes to the key after it
         del self.data[key]
         if self.slot_index is not None:
             self.slot_index.removed(key)
@@ -278,7 +338,6 @@ class Database:
             self.state.memory.removed(self, key)
         if self.numbers_as_text:
             self.numbers_as_text.discard(key)
-        self.access.pop(key, None)
         if self.lfu:
             self.lfu.pop(key, None)
         if self.expires:
@@ -338,6 +397,9 @@ class Database:
         upstream = self.state.upstream
         if upstream is not None:  # a replica: gone to its clients, deleted by the primary's DEL
             return upstream.hides_expired(self.state)
+        if self.state.config["import-mode"]:  # kept until the import source deletes it
+            client = self.state.current_client
+            return client is None or not client.import_source  # which alone still sees it
         if self.state.paused is None:  # CLIENT PAUSE: expired, but kept until it ends
             self.expire_now(key)
         return True
@@ -394,9 +456,10 @@ class Database:
         table = self.state.memory.flushed(self) if self.state.memory is not None else None
         if lazy:
             self.state.reclaimer.hand(
-                self.data.shards, len(self.data), self.expires.shards, self.access.shards,
+                self.data.shards, len(self.data), self.expires.shards, self.access.touched.shards,
                 self.lfu.shards, self.numbers_as_text, self.field_ttl_keys, table)
-            self.data, self.expires, self.access, self.lfu = Table(), Table(), Table(), Table()
+            self.data, self.expires, self.lfu = Table(), Table(), Table()
+            self.access = AccessTimes(self.data)
             self.numbers_as_text, self.field_ttl_keys = set(), set()
         else:
             self.data.clear()
@@ -427,3 +490,48 @@ class Database:
 
     def __len__(self) -> int:
         return len(self.data)
+
+
+class Databases:
+    """A server's numbered databases (`databases` of them), each made on first use: a
+    database is a score of containers the garbage collector walks for the server's whole
+    life, and most servers use one or two (an in-process server is made in a fraction of
+    a millisecond: bench/instances.py).
+
+    `dbs[i]` is database i, made if need be. Iteration gives the databases made so far,
+    in index order: one never made has no keys, deadlines, watched or blocked keys, so
+    whatever sums, walks or empties the data sees the same without it. Code that needs
+    each index reads `db.index`, or `made_at(i)` to look without making."""
+
+    __slots__ = ("state", "slots")
+
+    def __init__(self, state: ServerState, count: int) -> None:
+        self.state = state
+        self.slots: list[Database | None] = [None] * count
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def __getitem__(self, index: int) -> Database:
+        db = self.slots[index]  # IndexError past the end, as a list's
+        if db is None:
+            db = self._make(index if index >= 0 else index + len(self.slots))
+        return db
+
+    def __iter__(self) -> Iterator[Database]:
+        return iter([db for db in self.slots if db is not None])
+
+    def made_at(self, index: int) -> Database | None:
+        """Database `index` if it was made (None: it is empty and nobody uses it)."""
+        return self.slots[index]
+
+    def truncate(self, count: int) -> None:
+        """Keep the first `count` databases (cluster mode's cluster-databases)."""
+        del self.slots[count:]
+
+    def _make(self, index: int) -> Database:
+        db = Database(self.state, index)
+        if self.state.cluster is not None:  # a cluster node counts every database's keys per slot
+            db.slot_index = SlotIndex()
+        self.slots[index] = db
+        return db

@@ -23,7 +23,7 @@ from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST, SETTINGS, SLOW, 
 from fakekey.core.expiry import ActiveExpiry
 from fakekey.core.faults import Faults
 from fakekey.core.field_expiry import expire_all_fields
-from fakekey.core.keyspace import Database
+from fakekey.core.keyspace import Database, Databases
 from fakekey.core.latency import LatencyMonitor, threshold_ns
 from fakekey.core.loop_metrics import LoopMetrics
 from fakekey.core.monitor import (
@@ -64,11 +64,12 @@ if TYPE_CHECKING:
 
 # the wall clock in ns, held as a constant: compiled code calls it without a dict lookup
 _time_ns: Final = time.time_ns
+_TIME_ATTRS: Final = vars(time)  # time.time read from here: one dict lookup, not a module's getattr
 
 log = logging.getLogger("fakekey.net.server")  # the server's log (fakekey/cli.py sets it up)
 
 NOAUTH = ReplyError("NOAUTH Authentication required.")
-SLOW_LOG_OFF = 1 << 62  # ns: no command runs this long
+SLOW_LOG_OFF = (1 << 62) - 1  # ns: no command runs this long (and compiled code keeps it unboxed)
 # With no normal-class output limit, a client stops being read while it has this much
 # output unread (Valkey buffers without bound; see docs/differences.md).
 UNREAD_OUTPUT_PAUSE = 32 << 20
@@ -100,11 +101,14 @@ class ServerState:
         self.registry = registry
         # the commands by name as clients send them (any case): filled by lookups
         self._by_exact_name: dict[bytes, Command] = {}
+        # the last command found there, by its name: a run of one command skips the hash
+        self._last_name = b""
+        self._last_cmd: Command | None = None
         # INFO commandstats' counters, by Command.index, each made on its first count
         # (`stats_of`): most servers run a few of the commands, a new one costs less
         self.command_stats: list[CommandStats | None] = self.registry.new_stats()
         self.commands_processed = 0
-        self.dbs = [Database(self, i) for i in range(self.config["databases"])]
+        self.dbs = Databases(self, self.config["databases"])  # each made on first use
         self.clients: dict[int, Client] = {}
         self.users = Users()  # users, their rules and the ACL log (fakekey/core/users.py)
         self.acl = self.users  # AUTH and CLIENT KILL USER ask it
@@ -117,6 +121,8 @@ class ServerState:
         self.lastsave = int(time.time())
         self.dirty = 0
         self.touch_keys = True
+        self.counts_lookups = True  # the running command's lookups count (keyspace_hits)
+        self.keyspace_hits = self.keyspace_misses = 0
         self.pubsub = PubSub(self)
         self.notify_flags = parse_notify_flags(self.config["notify-keyspace-events"])
         self.config.listeners.append(self._config_changed)
@@ -124,7 +130,7 @@ class ServerState:
         # looks at them (server.py Connection.check_output): one comparison per write
         self.obuf_limits, self.obuf_check_at = self._output_limits()
         # maxmemory (fakekey/memory/eviction.py): the used-memory tracker exists only while it is set
-        self.maxmemory = self.config["maxmemory"]
+        self.maxmemory: int = self.config["maxmemory"]
         # an LFU maxmemory-policy: key accesses move Valkey's LFU counters (fakekey/memory/lfu.py)
         self.lfu_on = self.config["maxmemory-policy"].endswith("-lfu")
         self.memory: MemoryTracker | None = None
@@ -155,10 +161,12 @@ class ServerState:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.loop_ident = 0
         self.current_client: Client | None = None  # whose command is running now
+        self.ended_ns = 0  # when run_command's last command ended (wall clock, ns)
         self.memory_peak = 0  # INFO memory's used_memory_peak (commands/admin.py)
         self.migrate_links: dict[bytes, Any] = {}  # MIGRATE's cached connections (commands/dump.py)
-        self.run_id = os.urandom(20).hex()
-        self.replid = os.urandom(20).hex()  # INFO replication's master_replid
+        ids = os.urandom(40).hex()  # one system call for both (a new server's cost: bench/instances.py)
+        self.run_id = ids[:40]
+        self.replid = ids[40:]  # INFO replication's master_replid
         self.active_expire = True  # DEBUG SET-ACTIVE-EXPIRE 0 turns the cron's expiry off
         # DEBUG's switches that outlive the command (commands/debug.py), by subcommand
         self.debug_knobs: dict[str, int] = {}
@@ -302,6 +310,8 @@ class ServerState:
                 self.repl_primary.refresh_good_replicas()
         elif name == "latency-monitor-threshold":
             self.latency_ns = threshold_ns(value)
+        elif name == "lua-enable-insecure-api" and self.scripts is not None:
+            self.scripts.insecure_api_set(value)
         elif name in SETTINGS[SLOW]:
             self.slow_ns = self._slow_threshold_ns()
             self._trim_slow_log()
@@ -422,10 +432,15 @@ class ServerState:
         started = time.perf_counter()
         # keys do not expire while paused; a replica waits for its primary's DEL
         if (self.paused is None and self.active_expire and self.upstream is None
-                and not self.debug_knobs.get("pause-cron")):  # DEBUG PAUSE-CRON 1 stops the cron
+                and not self.debug_knobs.get("pause-cron")  # DEBUG PAUSE-CRON 1 stops the cron
+                and not self.config["import-mode"]):  # an import keeps its expired keys
             self.expiry.cycle(fast)
         else:
             self.tick()
+            upstream = self.upstream
+            if (upstream is not None and upstream.own_volatile and self.active_expire
+                    and self.paused is None and not fast):  # a writable replica's own keys
+                upstream.expire_own_keys(self)
         self.blocking.serve()
         if not fast:  # the cron's tick: a turn of the loop, and its samples (core/loop_metrics.py)
             self.loop_metrics.tick(self, (time.perf_counter() - started) * 1e6)
@@ -461,7 +476,13 @@ class ServerState:
 
     def call(self, client: Client, argv: list[bytes]) -> Any:
         """Run one request from `client`: lookup, checks, MULTI queueing, execution."""
-        cmd = self._by_exact_name.get(argv[0])  # the hot path: a known name, as sent
+        name = argv[0]
+        if name == self._last_name:  # the hot path: the name the request before sent
+            cmd = self._last_cmd
+        else:  # a known name, as sent
+            cmd = self._by_exact_name.get(name)
+            if cmd is not None:
+                self._last_name, self._last_cmd = name, cmd
         if cmd is None or cmd.subcommands or (cmd.arity != len(argv) and (
                 cmd.arity > 0 or len(argv) < -cmd.arity)):
             found = self.lookup_command(argv)
@@ -470,11 +491,11 @@ class ServerState:
                     found = NOAUTH  # an unauthenticated client learns nothing from the error
                 return self._reject(client, found, argv[0].lower() == b"exec")
             cmd = found
-        if cmd.protected_by and not protected_allowed(self.config[cmd.protected_by], client):
-            self.stats_of(cmd).rejected_calls += 1  # before auth and ACL, as Valkey
-            return self._reject(client, protected_refusal(cmd), cmd.name == "exec")
         if not client.authenticated and "no_auth" not in cmd.flags and self.users.auth_required():
             return self._reject(client, NOAUTH, cmd.name == "exec")
+        if cmd.protected_by and not protected_allowed(self.config[cmd.protected_by], client):
+            self.stats_of(cmd).rejected_calls += 1  # after auth, before ACL, as Valkey 9
+            return self._reject(client, protected_refusal(cmd), cmd.name == "exec")
         if not client.acl_unrestricted:  # the one ACL test an unrestricted client pays
             refusal = self.users.check_call(client, cmd, argv)
             if refusal is not None:
@@ -506,7 +527,8 @@ class ServerState:
             if refusal is not None:
                 self.stats_of(cmd).rejected_calls += 1
                 return self._reject(client, refusal, cmd.name == "exec")
-        if client.protocol == 2 and (client.channels or client.patterns or client.shard_channels):
+        # len(): a set's size is read inline by compiled code, its truth is a call
+        if client.protocol == 2 and (len(client.channels) or len(client.patterns) or len(client.shard_channels)):
             if cmd.name not in SUBSCRIBED_RESP2:
                 return self._reject(client, ReplyError(
                     f"ERR Can't execute '{cmd.name}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE"
@@ -531,7 +553,7 @@ class ServerState:
         # the start of the command's duration (INFO commandstats, the slow log).
         started = _time_ns()
         frozen = self.clock.frozen_us
-        if frozen is None and time.time is REAL_TIME[0]:
+        if frozen is None and _TIME_ATTRS["time"] is REAL_TIME[0]:
             self.now = started // 1_000_000
         else:  # frozen, or a test patched time.time (core/clock.py)
             self.now = self.clock.now_ms()
@@ -594,6 +616,7 @@ class ServerState:
         client.cmd = cmd
         # CLIENT NO-TOUCH: this client's reads leave access times alone, except TOUCH
         self.touch_keys = not client.no_touch or cmd.name == "touch"
+        self.counts_lookups = cmd.counts_lookups
         stats = self.command_stats[cmd.index]
         if stats is None:  # its first run on this server
             stats = self.stats_of(cmd)
@@ -618,7 +641,9 @@ class ServerState:
         except Exception as err:  # noqa: BLE001 - a defect: the client still gets an answer
             stats.failed_calls += 1
             reply = self._count_error(internal_error(cmd, err))
-        elapsed = _time_ns() - started  # the wall clock: a step back shortens one duration
+        # the wall clock: a step back shortens one duration; EXEC starts its next command here
+        self.ended_ns = ended = _time_ns()
+        elapsed = ended - started
         # a call counts once it ran, as Valkey's (CONFIG RESETSTAT counts itself, INFO not)
         stats.calls += 1
         if client.blocked is None:

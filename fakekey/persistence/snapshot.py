@@ -73,7 +73,7 @@ def live_image(state: ServerState) -> Image:
     """The live keyspace itself (for a synchronous save: nothing runs meanwhile)."""
     dbs = [db for db in state.dbs if db.data]
     kind = usage_kind(state)
-    usage: list[Table | dict[bytes, int]] = [db.lfu if kind == "lfu" else db.access for db in dbs] if kind else []
+    usage: list[Table | dict[bytes, int]] = [db.lfu if kind == "lfu" else db.access.settled() for db in dbs] if kind else []
     return Image(library_codes(state), [(db.index, db.data, db.expires) for db in dbs], kind, usage)
 
 
@@ -96,7 +96,7 @@ def copied_image(state: ServerState) -> Image:
                     data[key] = value.copy()
         dbs.append((db.index, data, plain_copy(db.expires)))
         if policy:
-            usage.append(plain_copy(db.lfu if policy == "lfu" else db.access))
+            usage.append(plain_copy(db.lfu if policy == "lfu" else db.access.settled()))
     return Image(library_codes(state), dbs, policy, usage)
 
 
