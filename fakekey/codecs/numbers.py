@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from fakekey.codecs.errors import NOT_FLOAT, NOT_INTEGER
 from fakekey.resp.replies import ReplyError
+
+if TYPE_CHECKING:  # mypyc's native 64-bit int; plain int when run as Python
+    from mypy_extensions import i64
 
 # Final: compiled code reads them as constants, not from the module's dict
 LLONG_MIN: Final = -(2**63)
@@ -50,17 +53,17 @@ def try_int(raw: bytes | bytearray) -> int | None:
         lead = raw[start]
         if not (49 <= lead <= 57 or (lead == 48 and size == 1)):  # no leading zero, no -0
             return None
-        value = 0
+        value: i64 = 0  # native: no tagged-int checks per digit (18 digits fit)
         for i in range(start, size):
-            digit = raw[i] - 48
+            digit: i64 = raw[i] - 48
             if digit < 0 or digit > 9:
                 return None
             value = value * 10 + digit
         return -value if start else value
     if _INT_RE.match(raw):
-        value = int(raw)
-        if LLONG_MIN <= value <= LLONG_MAX:
-            return value
+        wide = int(raw)  # not `value`: that one is a native 64-bit int
+        if LLONG_MIN <= wide <= LLONG_MAX:
+            return wide
     return None
 
 

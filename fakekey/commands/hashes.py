@@ -95,6 +95,11 @@ def limits(c: Client) -> tuple[int, int]:
 def set_fields(c: Client, h: HashValue, pairs: list[bytes], keep_ttl: bool = False) -> int:
     """Set field/value pairs with hashTypeSet's conversions; returns how many were new."""
     entries, value_limit = limits(c)
+    return set_pairs(h, pairs, keep_ttl, entries, value_limit)
+
+
+def set_pairs(h: HashValue, pairs: list[bytes], keep_ttl: bool, entries: int, value_limit: int) -> int:
+    """set_fields with the listpack limits already read."""
     created = 0
     for i in range(0, len(pairs), 2):
         field, value = pairs[i], pairs[i + 1]
@@ -115,9 +120,13 @@ def hset_generic(c: Client, argv: list[bytes], name: str) -> int:
     if h is None:
         h = HashValue()
     entries, value_limit = limits(c)  # a *call compiled is a generic call
-    h.convert_for_write(argv[2:], entries, value_limit)
-    created = set_fields(c, h, argv[2:])
-    store(c, key, h, is_new, "hset")
+    pairs = argv[2:]
+    h.convert_for_write(pairs, entries, value_limit)
+    created = set_pairs(h, pairs, False, entries, value_limit)
+    if is_new:
+        store(c, key, h, True, "hset")
+    else:  # the hash at `key`, just looked up, and not empty: store's one step
+        c.db.written_value(key, h, "hset", "h")
     return created
 
 

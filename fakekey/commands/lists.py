@@ -44,7 +44,7 @@ def push(c: Client, key: bytes, values: list[bytes], left: bool, only_existing: 
         db.set_value(key, lst, event=event, klass="l")
         return len(lst)
     (lst.extendleft if left else lst.extend)(values)
-    db.written(key, event, "l")
+    db.written_value(key, lst, event, "l")  # the list at `key`, just looked up
     return len(lst)
 
 
@@ -172,8 +172,10 @@ def pop_command(c: Client, argv: list[bytes], left: bool) -> Any:
     lst = lookup_list(c, argv[1])
     if lst is None:
         return None if count is None else NULL_ARRAY
-    if count is None:
-        return pop_many(c.db, argv[1], lst, left, 1)[0]
+    if count is None:  # one element, the commonest: no list of them
+        value = lst.popleft() if left else lst.pop()
+        c.db.written(argv[1], "lpop" if left else "rpop", "l")
+        return value
     if count == 0:
         return []
     return pop_many(c.db, argv[1], lst, left, count)

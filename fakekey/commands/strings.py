@@ -8,7 +8,7 @@ reports as "raw".
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final
 
 from fakekey.codecs.longdouble import ld_format, ld_parse, ld_round
 from fakekey.commands.args import (
@@ -27,6 +27,7 @@ from fakekey.core.registry import KeySpec, command, keys_range
 from fakekey.resp.replies import OK, ReplyError
 
 G = "string"
+_OK: Final = OK  # compiled: a constant, not a module dictionary lookup (plain SET)
 INT_MAX = 2**31 - 1
 
 TOO_BIG = ReplyError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
@@ -187,7 +188,7 @@ def set_key_flags(argv: list[bytes]) -> tuple[str, ...]:
 def set_(c: Client, argv: list[bytes]) -> Any:
     if len(argv) == 3:  # the plain SET: no option parsing at all
         c.db.set_value(argv[1], argv[2], event="set", klass="$")
-        return OK
+        return _OK
     opts = parse_extended(argv, 3, "set")
     deadline = expire_deadline(c, opts.unit, opts.expire, "set") if opts.unit else None
     return set_generic(c, argv[1], argv[2], opts.flags, deadline, opts.ifeq)
@@ -399,13 +400,16 @@ def msetex(c: Client, argv: list[bytes]) -> Any:
 
 # --- counters ----------------------------------------------------------------------------
 
+_INLINE_INT: Final = 2**62 - 1  # past it a compiled int is boxed: its comparisons cost more
+
 
 def _incr_by(c: Client, key: bytes, delta: int) -> int:
     db = c.db
     value = db.lookup_string(key)
     current = 0 if value is None else parse_int(value)
     result = current + delta
-    if not LLONG_MIN <= result <= LLONG_MAX:
+    # the 64-bit bounds are boxed constants in compiled code: compared only near them
+    if not -_INLINE_INT < result < _INLINE_INT and not LLONG_MIN <= result <= LLONG_MAX:
         raise OVERFLOW
     db.set_value(key, b"%d" % result, keep_ttl=True, event="incrby", klass="$")
     return result

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 SERIES_LEN = 160  # LATENCY_TS_LEN: samples kept per event
 GRAPH_COLUMNS = 80
 GRAPH_ROWS = 4
-OFF = 1 << 62  # a threshold no duration reaches: monitoring is off
+OFF = (1 << 62) - 1  # no duration reaches it; the largest int compiled code keeps unboxed
 
 
 def threshold_ns(threshold_ms: int) -> int:

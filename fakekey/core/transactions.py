@@ -6,15 +6,20 @@ from __future__ import annotations
 
 from collections import deque
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from fakekey.core.commandlog import LARGE_REPLY, SETTINGS
 from fakekey.core.monitor import log_command
-from fakekey.resp.replies import NO_REPLY, Raw, ReplyError
+from fakekey.resp.replies import NO_REPLY, OK, Raw, ReplyError
 
 if TYPE_CHECKING:
     from fakekey.core.client import Client
+    from fakekey.core.registry import Command
     from fakekey.core.state import ServerState
+
+# held as constants: compiled code compares a reply with them without a dict lookup
+_NO_REPLY: Final = NO_REPLY
+_OK: Final = OK
 
 
 def end_transaction(c: Client) -> None:
@@ -37,14 +42,17 @@ def watched_key_expired(c: Client) -> bool:
     return any(not was_expired and db.is_expired(key) for (db, key), was_expired in c.watching.items())
 
 
-def run_queued(c: Client, queue: list, start: int, wire: list[bytes]) -> Any:
+def run_queued(c: Client, queue: list[tuple[Command, list[bytes]]], start: int, wire: list[bytes]) -> Any:
     """Run EXEC's queue from `start`: its reply, or NO_REPLY when a script in it went past
     busy-reply-threshold. The server is BUSY then; the rest of the queue runs when the
     script ends, before anything else (`ScriptRun.then`), and EXEC answers then.
 
     Each reply is encoded as its command ends, in the protocol then in force (HELLO may
     change it inside the queue, as Valkey writes each reply to the client as it goes);
-    `wire` gathers them, and EXEC's reply is their array, framed once."""
+    `wire` gathers them, and EXEC's reply is their array, framed once. EXEC is atomic,
+    so its cost per command is every other client's wait: integers, bulk strings and +OK
+    are framed inline (the same in RESP2 and RESP3), and one clock read ends a command and
+    starts the next (`ServerState.ended_ns`)."""
     state = c.state
     state.deny_blocking = True
     paused = False
@@ -54,16 +62,25 @@ def run_queued(c: Client, queue: list, start: int, wire: list[bytes]) -> Any:
     sent = len(header) + sum(map(len, wire))
     large_at = state.large_reply_at
     late = LateEntries(state)
+    started = 0  # read by the first command; then each starts when the one before ended
     try:
         for at in range(start, len(queue)):
             cmd, args = queue[at]
-            reply = state.run_command(c, cmd, args)
-            busy = state.busy_script
-            if reply is NO_REPLY and busy is not None and busy.caller is c:
-                busy.then = partial(_resume_queue, c, queue, at + 1, wire)
-                paused = True
-                return NO_REPLY
-            data = c.encoder.encode(reply)
+            reply = state.run_command(c, cmd, args, started)
+            started = state.ended_ns
+            if type(reply) is int:
+                data = b":%d\r\n" % reply
+            elif type(reply) is bytes:
+                data = b"$%d\r\n%s\r\n" % (len(reply), reply)
+            elif reply is _OK:
+                data = b"+OK\r\n"
+            else:
+                busy = state.busy_script
+                if reply is _NO_REPLY and busy is not None and busy.caller is c:
+                    busy.then = partial(_resume_queue, c, queue, at + 1, wire)
+                    paused = True
+                    return NO_REPLY
+                data = c.encoder.encode(reply)
             wire.append(data)
             sent += len(data)
             if sent > large_at and "skip_commandlog" not in cmd.flags:
@@ -105,7 +122,8 @@ class LateEntries:
             log_command(self.state, c, argv, size, LARGE_REPLY)
 
 
-def _resume_queue(c: Client, queue: list, start: int, wire: list[bytes], script_reply: Any) -> Any:
+def _resume_queue(c: Client, queue: list[tuple[Command, list[bytes]]], start: int, wire: list[bytes],
+                  script_reply: Any) -> Any:
     """After the BUSY script of an EXEC ended: its reply in its slot, then the rest."""
     wire.append(c.encoder.encode(script_reply))
     state = c.state

@@ -6,9 +6,11 @@ replication stream of a server (its offset still 0)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from fakekey.testing.raw import RawClient, wait_blocked
+from fakekey.testing.raw import RawClient
 
 OK = ("+", b"OK")
 
@@ -26,6 +28,15 @@ def still_blocked(r2: RawClient, client_id: int) -> bool:
     return b"flags=b" in r2.call("CLIENT", "LIST", "ID", str(client_id))[1]
 
 
+def wait_until_blocked(r2: RawClient, client_id: int) -> None:
+    """Until that client is blocked (a count of blocked clients would also count another
+    test's client still closing on a shared server)."""
+    deadline = time.monotonic() + 5
+    while not still_blocked(r2, client_id):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
 def test_swapdb_brings_an_expired_key_its_waiter_stays_blocked(target, lazy):
     lazy.call("SELECT", "1")
     lazy.call("RPUSH", "k", "hello")
@@ -34,7 +45,7 @@ def test_swapdb_brings_an_expired_key_its_waiter_stays_blocked(target, lazy):
         waiter.call("SELECT", "9")
         waiter_id = waiter.call("CLIENT", "ID")[1]
         waiter.send("BRPOP", "k", "0")
-        wait_blocked(lazy, 1)
+        wait_until_blocked(lazy, waiter_id)
         lazy.call("DEBUG", "SLEEP", "0.06")  # past the key's deadline
         assert lazy.call("SWAPDB", "1", "9") == OK
         assert still_blocked(lazy, waiter_id)
@@ -48,7 +59,7 @@ def test_a_key_expired_during_exec_leaves_its_waiter_blocked(target, lazy):
     with target.raw(2) as waiter:
         waiter_id = waiter.call("CLIENT", "ID")[1]
         waiter.send("BRPOP", "k", "0")
-        wait_blocked(lazy, 1)
+        wait_until_blocked(lazy, waiter_id)
         lazy.call("MULTI")
         lazy.call("RPUSH", "k", "hello")
         lazy.call("PEXPIRE", "k", "100")
