@@ -4,6 +4,7 @@ write), and `Server`, the object tests and the CLI start and stop."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import datetime
 import errno
@@ -39,6 +40,8 @@ from fakekey.core.outbuf import (
 from fakekey.core.state import UNREAD_OUTPUT_PAUSE, ServerState
 from fakekey.core.wakes import WakeReport
 from fakekey.modules.emq.timers import rearm_after_load
+from fakekey.net.beats import Beat, beat_of
+from fakekey.net.client_eviction import client_memory_cron
 from fakekey.net.cluster_bus import ClusterBus, bind_bus
 from fakekey.net.direct import DirectAccess
 from fakekey.net.faults import NEXT, NOT_TAKEN, ServerFaults, take_request
@@ -48,11 +51,14 @@ from fakekey.net.registry import server_commands
 from fakekey.net.replica_link import start_link, stop_link
 from fakekey.net.sockets import listen_on
 from fakekey.persistence.manager import Persistence
+from fakekey.resp.encoder import BULK_HEADS
 from fakekey.resp.parser import ProtocolError
-from fakekey.resp.replies import NO_REPLY, QUEUED, ReplyError
+from fakekey.resp.replies import NO_REPLY, OK, QUEUED, ReplyError
 
-# held as a constant: compiled code compares a reply with it without a dict lookup
+# held as constants: compiled code compares a reply with them without a dict lookup
 _NO_REPLY: Final = NO_REPLY
+_OK: Final = OK
+OK_WIRE: Final = b"+OK\r\n"
 
 
 def _is_blocked(client: Client) -> bool:
@@ -64,10 +70,11 @@ def _is_blocked(client: Client) -> bool:
 # A connection's requests run for this long at most before the others get their turn
 # (Valkey reads 16 KB a client per event-loop turn); the clock is read every few requests.
 _perf_counter_ns: Final = time.perf_counter_ns
-TURN_NS = 2_000_000
-TURN_CHECK_EVERY = 32
+TURN_NS: Final = 2_000_000
+TURN_CHECK_EVERY: Final = 32  # a power of two: tested with a mask
 BUS_PORT_TRIES = 50  # free ports tried for one whose cluster bus port (+10000) is free too
 FAST_EXPIRY_EVERY = 0.002  # s between two fast expiry cycles (2x their 1 ms budget, as Valkey)
+PERSISTENCE_CRON_EVERY = 0.1  # s between two turns of persistence's cron (Persistence.cron)
 MAX_CLIENTS_ERROR = b"-ERR max number of clients reached\r\n"
 PROTECTED_MODE_DENIED = (
     b"-DENIED Running in protected mode because protected mode is enabled and no password is set "
@@ -214,14 +221,13 @@ class Connection(asyncio.Protocol):
         out: list[bytes] = []
         self.out = out
         error: ProtocolError | None = None
-        next_request = parser.next_request
         limits_auth, limits_epoch = None, -1  # what the parse limits were last read for
         pending = self.unchecked  # reply bytes since the last look at the output limits
         turn_ends = 0  # set at the first look at the clock: a short batch never reads it
         ran = 0
         while client.blocked is None and not (client.close_after_reply or client.killed):
             ran += 1
-            if ran % TURN_CHECK_EVERY == 0:
+            if not ran & (TURN_CHECK_EVERY - 1):
                 now = _perf_counter_ns()
                 if not turn_ends:
                     turn_ends = now + TURN_NS
@@ -235,7 +241,7 @@ class Connection(asyncio.Protocol):
                 parser.max_bulk = config["proto-max-bulk-len"]
                 self.request_mark = client.net_in - parser.buffered() + state.large_request_at
             try:
-                argv = next_request()
+                argv = parser.next_request()  # a direct call in compiled code (a bound method's is not)
             except ProtocolError as err:
                 error = err
                 break
@@ -252,14 +258,23 @@ class Connection(asyncio.Protocol):
                 self._log_large_request(client, argv, reply)
             if client.reply_mode == "on":
                 if type(reply) is bytes:  # a bulk string, the commonest reply: no dispatch
-                    out.append(b"$%d\r\n%s\r\n" % (len(reply), reply))
+                    size = len(reply)  # framed with a ready-made header when short
+                    out.append(BULK_HEADS[size] + reply + b"\r\n" if size < 1024
+                               else b"$%d\r\n%s\r\n" % (size, reply))
                     pending += len(reply)
                     if len(reply) > state.large_reply_at:
                         self._log_large_reply(client, argv, len(out[-1]))
                     if len(reply) >= COPY_AVOID_MIN:
                         self._note_references(client, out, reply)
                 elif reply is not _NO_REPLY:
-                    out.append(data := client.encoder.encode(reply))
+                    # +OK and integers read the same in RESP2 and RESP3: framed here
+                    if reply is _OK:
+                        data = OK_WIRE
+                    elif type(reply) is int:
+                        data = b":%d\r\n" % reply
+                    else:
+                        data = client.encoder.encode(reply)
+                    out.append(data)
                     pending += len(data)
                     if len(data) > state.large_reply_at:
                         self._log_large_reply(client, argv, len(data))
@@ -830,9 +845,18 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         self.loop_thread: threading.Thread | None = None
         self.listeners = Listeners(self.state)
         self._tasks: list[asyncio.Task[Any]] = []
+        # the beats (net/beats.py) the cron and persistence's cron run on: loop timers that
+        # the loop's servers share, not tasks that sleep (a timer costs less, and
+        # asyncio.sleep is what a test may patch and count)
+        self._cron_beat: Beat | None = None
+        self._persistence_beat: Beat | None = None
         self._fast_expiry_due = False  # a fast expiry cycle is scheduled
         self._cron_clients: deque[int] = deque()  # the client ids clients_cron visits next
         self._stopped = threading.Event()  # set once a server started by start() has stopped
+        # start(wait=False): the sockets bound in the caller's thread, and the start the
+        # loop thread has yet to finish (what waits for the server waits for it first)
+        self._prebound: list[socket.socket] | None = None
+        self._starting: concurrent.futures.Future[None] | None = None
         self._stopping: asyncio.Task[None] | None = None
         # fakekey-server's own process (cli.py): only then is the descriptor limit the
         # server's to raise, as Valkey's (config/limits.py); an embedded server leaves it
@@ -852,6 +876,8 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
 
     def _on_loop(self, fn: Any, *args: Any) -> Any:
         """Run fn on the server's loop (from any thread) and return its result."""
+        if self._starting is not None:
+            self._wait_for_start()
         loop = self._loop
         if loop is None or not loop.is_running():
             return fn(*args)
@@ -920,7 +946,8 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
             state.persistence = Persistence(state)
             state.persistence.load()
             rearm_after_load(state)  # queue timers whose settings the data holds (EMQ 7.4)
-        sockets = self.listeners.bind(config["bind"], self._requested_port)
+        sockets = self._prebound if self._prebound is not None else self.listeners.bind(config["bind"], self._requested_port)
+        self._prebound = None
         bus_sockets: list[socket.socket] = []
         if config["cluster-enabled"] and self.cluster_bus_wanted and state.cluster is None:
             sockets, bus_sockets = self._bind_cluster_bus(sockets)
@@ -941,8 +968,10 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         if config["replicaof"]:  # a replica from the start (net/replica_link.py)
             host, port = config["replicaof"].rsplit(" ", 1)
             follow(state, host, int(port), at_startup=True)
-        self._tasks.append(self._loop.create_task(self._cron()))
-        self._tasks.append(self._loop.create_task(state.persistence.run_cron()))
+        self._cron_beat = beat_of(self._loop, 1 / config["hz"])
+        self._cron_beat.join(self._cron)
+        self._persistence_beat = beat_of(self._loop, PERSISTENCE_CRON_EVERY)
+        self._persistence_beat.join(self._persistence_cron)
         return self
 
     # --- CONFIG SET port / bind ---------------------------------------------------------
@@ -976,31 +1005,53 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
             self._tasks.append(loop.create_task(start))
         return True
 
-    async def _cron(self) -> None:
-        """Active expiry and blocking timeouts, `hz` times a second."""
+    def _cron(self) -> None:
+        """Active expiry and blocking timeouts, `hz` times a second: on the loop's beat of
+        period 1/hz, which every server of that hz on the loop shares (net/beats.py)."""
         state = self.state
-        while True:
-            await asyncio.sleep(1 / state.config["hz"])
-            try:
-                state.active_expire_cycle()
-                if state.tracking is not None:  # tracking-table-max-keys (core/tracking.py)
-                    state.tracking.evict_to_limit()
-                if state.expiry.wants_fast_cycle():
-                    self._expire_fast_soon()
-                state.blocking.expire_timeouts()
-                state.timers.run_due()  # the queue timers (core/timers.py), should a loop timer miss
-                if state.config["timeout"]:
-                    close_idle_clients(state)
-                clients_cron(state, self._cron_clients)
-                if state.cluster is not None:  # node timeouts, failover, unanswered MEETs
-                    state.cluster.drop_stale_handshakes(state.clock.now_ms())
-                    state.cluster.refresh()
-                    if state.cluster.bus is not None:
-                        state.cluster.bus.tick(state.clock.now_ms())
-            except Exception:  # noqa: BLE001 - the cron must never die
-                import traceback
+        try:
+            state.active_expire_cycle()
+            if state.tracking is not None:  # tracking-table-max-keys (core/tracking.py)
+                state.tracking.evict_to_limit()
+            if state.expiry.wants_fast_cycle():
+                self._expire_fast_soon()
+            state.blocking.expire_timeouts()
+            state.timers.run_due()  # the queue timers (core/timers.py), should a loop timer miss
+            if state.config["timeout"]:
+                close_idle_clients(state)
+            clients_cron(state, self._cron_clients)
+            client_memory_cron(state)  # maxmemory's share of clients, client eviction
+            if state.cluster is not None:  # node timeouts, failover, unanswered MEETs
+                state.cluster.drop_stale_handshakes(state.clock.now_ms())
+                state.cluster.refresh()
+                if state.cluster.bus is not None:
+                    state.cluster.bus.tick(state.clock.now_ms())
+        except Exception:  # noqa: BLE001 - the cron must never die
+            import traceback
 
-                traceback.print_exc()
+            traceback.print_exc()
+        beat, loop = self._cron_beat, self._loop
+        if beat is not None and loop is not None and beat.period != 1 / state.config["hz"]:
+            beat.leave(self._cron)  # CONFIG SET hz: on to the beat of the new period
+            self._cron_beat = beat_of(loop, 1 / state.config["hz"])
+            self._cron_beat.join(self._cron)
+
+    def _persistence_cron(self) -> None:
+        """Persistence's own cron (the log's fsync, scheduled saves and rewrites), every
+        PERSISTENCE_CRON_EVERY seconds whatever `hz` is."""
+        persistence = self.state.persistence
+        try:
+            if persistence is not None:
+                persistence.cron()
+        except Exception:  # noqa: BLE001 - the cron must never die
+            log.exception("persistence cron")
+
+    def _stop_crons(self) -> None:
+        if self._cron_beat is not None:
+            self._cron_beat.leave(self._cron)
+        if self._persistence_beat is not None:
+            self._persistence_beat.leave(self._persistence_cron)
+        self._cron_beat = self._persistence_beat = None
 
     def _expire_fast_soon(self) -> None:
         """Valkey's fast expiry cycles: while the last cycle ran out of time, a 1 ms one
@@ -1058,6 +1109,7 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         await stop_link(self.state)  # a replica's link to its primary ends first
         if self.state.script_runner is not None:
             self.state.script_runner.abandon()  # a BUSY script ends with the server
+        self._stop_crons()
         for task in self._tasks:
             task.cancel()
         self._tasks.clear()
@@ -1077,22 +1129,57 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         await self.state.shutdown_requested
         await self.stop_async()
 
-    def start(self) -> Server:
+    def start(self, wait: bool = True) -> Server:
         """Start on the background loop every in-process server of the process shares
-        (net/loop_thread.py); returns when listening, or raises why it could not start."""
+        (net/loop_thread.py); returns when listening, or raises why it could not start.
+
+        wait=False (FakeServer's): a server whose start nothing can refuse once its port
+        is bound binds in the caller's thread and returns, listening, without waiting for
+        the loop thread: the connections wait in the socket's backlog until the loop has
+        run the rest of the start, and the server's own calls (`_on_loop`, `stop`) wait
+        for it first. Any other server starts as with wait=True."""
         shared = shared_loop_thread()
         if shared.is_current():
             raise RuntimeError("Server.start() on the servers' own loop: await start_async()")
         self._stopped.clear()
-        asyncio.run_coroutine_threadsafe(self._start_in_background(), shared.loop).result()
+        bound = not wait and self._bind_before_start()
+        starting = asyncio.run_coroutine_threadsafe(self._start_in_background(), shared.loop)
         self.loop_thread = shared.thread
+        if bound:
+            self._starting = starting
+        else:
+            starting.result()
         return self
 
+    def _bind_before_start(self) -> bool:
+        """Bind now, in the caller's thread, when nothing after the bind can refuse the
+        start: no start-up refusal, no data to load (Persistence.load's test), no cluster
+        bus, no primary to follow, not fakekey-server's own process. False: not bound."""
+        config = self.state.config
+        if (self.owns_process or self.state.persistence is not None or config["cluster-enabled"]
+                or config["replicaof"] or config["appendonly"] or config["save"].split()
+                or config["dir"] != "." or startup_refusal(config.directives)):
+            return False
+        self._prebound = self.listeners.bind(config["bind"], self._requested_port)
+        self._listening_on(self.listeners.port() or self._requested_port)
+        return True
+
+    def _wait_for_start(self) -> None:
+        """Wait for a start(wait=False) to finish; raises why it failed, if it did."""
+        starting = self._starting
+        if starting is not None:
+            starting.result()
+            self._starting = None
+
     async def _start_in_background(self) -> None:
+        unattended = self._prebound is not None  # start(wait=False): no caller waits to hear why it failed
         try:
             await self.start_async()
-        except BaseException:
-            for task in self._tasks:  # nothing of a server that did not start stays on the loop
+        except BaseException as err:
+            if unattended:
+                log.error("fakekey: the server on port %d could not start: %r", self.port, err)
+            self._stop_crons()  # nothing of a server that did not start stays on the loop
+            for task in self._tasks:
                 task.cancel()
             self._tasks.clear()
             self.listeners.close_all()
@@ -1115,6 +1202,8 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
     def stop(self) -> None:
         """Stop serving; returns once stopped. On the loop's own thread (a finalizer the
         collector ran there) it only asks: waiting there would hold the loop."""
+        if self._starting is not None and not self._started_for_stop():
+            return
         loop, thread = self._loop, self.loop_thread
         if loop is None or thread is None:
             return
@@ -1124,6 +1213,25 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         loop.call_soon_threadsafe(self._ask_shutdown)
         if threading.get_ident() != thread.ident:
             self._stopped.wait(10)
+
+    def _started_for_stop(self) -> bool:
+        """Let a start(wait=False) finish before stopping: True once it has, False when
+        there is nothing to stop (it failed, or this is a forked child's copy) or when it
+        is the loop's own thread asking (the stop then follows the start)."""
+        starting, thread = self._starting, self.loop_thread
+        assert starting is not None
+        if not starting.done():
+            if thread is None or not thread.is_alive():
+                return False
+            if thread.ident == threading.get_ident():
+                starting.add_done_callback(lambda _: self.stop())
+                return False
+            concurrent.futures.wait([starting])
+        self._starting = None
+        if starting.exception() is not None:
+            self.loop_thread = None
+            return False
+        return True
 
     def _ask_shutdown(self) -> None:
         future = self.state.shutdown_requested

@@ -26,6 +26,11 @@ from fakekey.resp.replies import (
 
 CRLF: Final = b"\r\n"
 _SMALL_INTS: Final = {i: b":%d\r\n" % i for i in range(-1, 1024)}
+# ready-made `$N\r\n` (and `N\r\n` for aggregate counts): a table lookup costs a fraction
+# of formatting the number, and bulk strings are most of every array reply
+_TABLE_SIZE: Final = 1024
+BULK_HEADS: Final = tuple([b"$%d\r\n" % n for n in range(_TABLE_SIZE)])
+_COUNTS: Final = tuple([b"%d\r\n" % n for n in range(_TABLE_SIZE)])
 
 
 # Valkey's d2string prints an integral double with |d| <= LLONG_MAX/2 (2**62 as a double)
@@ -81,7 +86,10 @@ def _fpconv_dtoa(value: float) -> str:
 
 
 def _bulk(v: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(v), v)
+    n = len(v)
+    if n < _TABLE_SIZE:
+        return BULK_HEADS[n] + v + CRLF
+    return b"$%d\r\n%s\r\n" % (n, v)
 
 
 def _simple(v: bytes) -> bytes:
@@ -166,9 +174,19 @@ class Encoder:
 
     def _aggregate(self, prefix: bytes, items: Any) -> bytes:
         enc = self.encode
-        # bulk strings, the commonest items, are framed inline (no dispatch)
-        return b"".join([prefix, b"%d\r\n" % len(items),
-                         *[b"$%d\r\n%s\r\n" % (len(i), i) if type(i) is bytes else enc(i) for i in items]])
+        count = len(items)
+        parts = [prefix, _COUNTS[count] if count < _TABLE_SIZE else b"%d\r\n" % count]
+        for i in items:
+            # bulk strings, the commonest items, are framed inline (no dispatch): header,
+            # payload and CRLF as parts of the one join, nothing allocated per item
+            if type(i) is bytes:
+                n = len(i)
+                parts.append(BULK_HEADS[n] if n < _TABLE_SIZE else b"$%d\r\n" % n)
+                parts.append(i)
+                parts.append(CRLF)
+            else:
+                parts.append(enc(i))
+        return b"".join(parts)
 
     def _array(self, items: Any) -> bytes:
         return self._aggregate(b"*", items)
@@ -185,7 +203,14 @@ class Encoder:
         parts = [head]
         for k, v in d.items():
             if type(k) is bytes and type(v) is bytes:  # a field and its value: inline
-                parts.append(b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(k), k, len(v), v))
+                n = len(k)
+                parts.append(BULK_HEADS[n] if n < _TABLE_SIZE else b"$%d\r\n" % n)
+                parts.append(k)
+                parts.append(CRLF)
+                n = len(v)
+                parts.append(BULK_HEADS[n] if n < _TABLE_SIZE else b"$%d\r\n" % n)
+                parts.append(v)
+                parts.append(CRLF)
             else:
                 parts.append(enc(k))
                 parts.append(enc(v))
@@ -196,4 +221,4 @@ RESP2 = Encoder(2)
 RESP3 = Encoder(3)
 ENCODERS = {2: RESP2, 3: RESP3}
 
-__all__ = ["Encoder", "RESP2", "RESP3", "ENCODERS", "format_double", "NULL_ARRAY"]
+__all__ = ["BULK_HEADS", "Encoder", "RESP2", "RESP3", "ENCODERS", "format_double", "NULL_ARRAY"]

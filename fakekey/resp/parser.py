@@ -203,7 +203,23 @@ class RequestParser:
         else to the incremental path, which answers Valkey's errors."""
         buf = self.buf
         end = len(buf)
-        count, i = _header_number(buf, self.pos + 1, end, 10)
+        i = self.pos + 1
+        # a one- or two-digit number, the commonest (`*3`, `$3`, `$16`), is read inline: no
+        # loop, no call (string2ll's form: digits only, no leading zero)
+        if i + 2 < end and buf[i + 1] == _CR and buf[i + 2] == _LF:
+            count = buf[i] - 48
+            if count > 9:
+                return None
+            i += 3
+        elif i + 3 < end and buf[i + 2] == _CR and buf[i + 3] == _LF:
+            high = buf[i] - 49  # 1..9: no leading zero
+            low = buf[i + 1] - 48
+            if high < 0 or high > 8 or low < 0 or low > 9:
+                return None
+            count = high * 10 + 10 + low
+            i += 4
+        else:
+            count, i = _header_number(buf, i, end, 10)
         if count < 1 or count > INT_MAX or (count > UNAUTH_MAX_ARGS and not self.authenticated):
             return None
         max_bulk = self.max_bulk if self.authenticated else min(self.max_bulk, UNAUTH_MAX_BULK)
@@ -211,7 +227,20 @@ class RequestParser:
         for _ in range(count):
             if i >= end or buf[i] != _DOLLAR:
                 return None
-            size, i = _header_number(buf, i + 1, end, 19)
+            if i + 3 < end and buf[i + 2] == _CR and buf[i + 3] == _LF:
+                size = buf[i + 1] - 48
+                if size < 0 or size > 9:
+                    return None
+                i += 4
+            elif i + 4 < end and buf[i + 3] == _CR and buf[i + 4] == _LF:
+                high = buf[i + 1] - 49  # 1..9: no leading zero
+                low = buf[i + 2] - 48
+                if high < 0 or high > 8 or low < 0 or low > 9:
+                    return None
+                size = high * 10 + 10 + low
+                i += 5
+            else:
+                size, i = _header_number(buf, i + 1, end, 19)
             if size < 0 or size > max_bulk:
                 return None
             stop = i + size

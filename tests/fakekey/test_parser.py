@@ -310,6 +310,12 @@ def test_the_fast_path_agrees_with_the_incremental_parser(pieces, authenticated,
     b"*1\r\n$1\r\nab\r\n", b"*1\n$1\r\na\r\n", b"*1\r\n$1\na\r\n", b"*1\r\n:1\r\n",
     b"*1\r\n$" + b"1" * 20 + b"\r\n", b"*" + b"1" * 11 + b"\r\n", b"*2147483648\r\n",
     b"*0\r\n*1\r\n$4\r\nPING\r\n", b"*-1\r\n*1\r\n$4\r\nPING\r\n",
+    # two-digit numbers, read inline too
+    b"*1\r\n$09\r\n123456789\r\n", b"*1\r\n$1a\r\n", b"*1\r\n$-9\r\n", b"*1\r\n$+9\r\n",
+    b"*1\r\n$10\r\n123456789\r\n", b"*1\r\n$10\r\n1234567890\r\n", b"*1\r\n$99\r\n" + b"x" * 99 + b"\r\n",
+    b"*1\r\n$10\n1234567890\r\n", b"*1\r\n$10\r\r1234567890\r\n", b"*1\r\n$1:\r\n",
+    b"*10\r\n" + b"$1\r\na\r\n" * 10, b"*11\r\n" + b"$1\r\na\r\n" * 11, b"*09\r\n$1\r\na\r\n",
+    b"*-2\r\n*1\r\n$4\r\nPING\r\n", b"*1/\r\n", b"*99\r\n" + b"$2\r\nab\r\n" * 99,
 ])
 @pytest.mark.parametrize("authenticated", [True, False])
 def test_the_fast_path_leaves_every_odd_request_to_the_incremental_parser(request_, authenticated):
