@@ -67,6 +67,7 @@ class ReplicaLink:
     ack_offset: int = 0
     ack_at: float = field(default_factory=time.monotonic)
     soft_since: int = 0  # when its output passed the soft limit (s, server clock), or 0
+    ping_on_ack: bool = False  # the first PING waits for its first ACK (a diskless transfer)
 
 
 @dataclass
@@ -251,7 +252,10 @@ class ReplicationPrimary:
         link.ack_offset = state.repl_offset
         link.ack_at = time.monotonic()
         if state.repl_offset == 0 and state.upstream is None and state.loop is not None:
-            state.loop.call_soon(self._first_ping)  # once the snapshot is on its way
+            if diskless:  # a replica finds the end of the file in the tail of a read: nothing
+                link.ping_on_ack = True  # may follow it until it ACKs, as Valkey waits
+            else:
+                state.loop.call_soon(self._first_ping)  # once the snapshot is on its way
         if diskless:
             mark = os.urandom(20).hex().encode()
             return preamble + b"$EOF:" + mark + b"\r\n" + data + mark
@@ -297,6 +301,9 @@ class ReplicationPrimary:
         link.ack_at = time.monotonic()
         if link.state != "online":
             link.state = "online"
+        if link.ping_on_ack:
+            link.ping_on_ack = False
+            self._first_ping()
         self.refresh_good_replicas()
         self._answer_waiters()
 

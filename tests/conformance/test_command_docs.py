@@ -167,13 +167,16 @@ def test_module_verbs_show_their_arguments(r, proto):
 
 # --- the data and the registry ---------------------------------------------------------------
 
-# Commands fakekey declares that get no COMMAND DOCS data: fakekey's own (fakekey.md).
+# Commands fakekey declares that get no COMMAND DOCS data: fakekey's own (fakekey.md), and
+# the Redis Stack modules' verbs (no server here has them to ask: docs/stack.md).
 WITHOUT_DATA = ["fakekey.clock", "fakekey.wakes", "fakekey.fault", "fakekey.cluster"]
+STACK_MODULES = ("bf", "ReJSON")
 
 
 def test_every_declared_command_has_its_data_and_no_data_is_left_over():
     load_all()
-    without = [cmd.name for cmd in every_command(REGISTRY) if cmd.docs is None]
+    without = [cmd.name for cmd in every_command(REGISTRY)
+               if cmd.docs is None and cmd.module not in STACK_MODULES]
     assert without == WITHOUT_DATA, "run tools/gen_command_docs.py after declaring commands"
     assert doc_data.attach(REGISTRY) == []
 

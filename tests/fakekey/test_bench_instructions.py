@@ -41,6 +41,10 @@ EXPECTED_LAST = {
     "SISMEMBER10": b":1\r\n",
     "LPUSH_RPOP10": b":11\r\n$5\r\nitem4\r\n",  # the 6th pair pops the 6th item from the right
     "ZADD10": b":0\r\n",
+    "LPOP": b"$5\r\nitem5\r\n",  # the 6th pop of a list pushed item0, item1...
+    "LPOP_RPUSH10": b"$5\r\nitem5\r\n:10\r\n",
+    "LRANGE10": b"*10\r\n" + b"".join(b"$5\r\nitem%d\r\n" % i for i in range(10)),
+    "LINDEX10": b"$5\r\nitem6\r\n",
 }
 
 
