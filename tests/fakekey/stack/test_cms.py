@@ -4,33 +4,11 @@ the verbs unknown while enable-stack-modules is off."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from fakekey.modules.stack.cms_sketch import CountMinSketch, dims_from_prob
 from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient, plain
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with Server(enable_stack_modules="yes") as srv:
-        yield srv
-
-
-@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def proto(request: pytest.FixtureRequest) -> int:
-    return int(request.param)
-
-
-@pytest.fixture
-def r(proto: int, server: Server) -> Iterator[RawClient]:
-    client = RawClient(server.host, server.port)
-    client.call("HELLO", proto)
-    client.call("FLUSHALL")
-    yield client
-    client.close()
 
 
 def info(r: RawClient, key: str) -> dict[bytes, int]:

@@ -12,12 +12,6 @@ from fakekey import Server
 from fakekey.testing.raw import RawClient
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with Server(enable_stack_modules="yes") as srv:
-        yield srv
-
-
 @pytest.fixture
 def r(server: Server) -> Iterator[redis.Redis]:
     client = redis.Redis(port=server.port)

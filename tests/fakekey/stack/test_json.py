@@ -16,12 +16,6 @@ from fakekey.modules.stack.json_text import JsonError, format_float, parse
 from fakekey.testing.raw import RawClient, plain
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with Server(enable_stack_modules="yes") as srv:
-        yield srv
-
-
 @pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
 def c(server: Server, request: pytest.FixtureRequest) -> Iterator[RawClient]:
     with RawClient(server.host, server.port) as client:

@@ -5,8 +5,6 @@ NaN quantiles (Redis Stack's t-digest never compresses one)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from fakekey.modules.stack.tdigest_sketch import TDigest, _quicksort
@@ -14,26 +12,6 @@ from fakekey.net.server import Server
 from fakekey.testing.raw import RawClient, plain
 
 EXAMPLE = ["1", "2", "2", "3", "3", "3", "4", "4", "4", "4", "5", "5", "5", "5", "5"]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with Server(enable_stack_modules="yes") as srv:
-        yield srv
-
-
-@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def proto(request: pytest.FixtureRequest) -> int:
-    return int(request.param)
-
-
-@pytest.fixture
-def r(proto: int, server: Server) -> Iterator[RawClient]:
-    client = RawClient(server.host, server.port)
-    client.call("HELLO", proto)
-    client.call("FLUSHALL")
-    yield client
-    client.close()
 
 
 def doubles(proto: int, *texts: str) -> tuple[str, list[tuple[str, bytes]]]:

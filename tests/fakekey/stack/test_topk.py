@@ -5,8 +5,6 @@ row, so the random decay never decides a result."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from fakekey.modules.stack.topk_sketch import TopK
@@ -15,26 +13,6 @@ from fakekey.testing.raw import RawClient, plain
 
 NIL = ("$", None)
 WRONGTYPE = b"WRONGTYPE Operation against a key holding the wrong kind of value"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
-    with Server(enable_stack_modules="yes") as srv:
-        yield srv
-
-
-@pytest.fixture(params=[2, 3], ids=["resp2", "resp3"])
-def proto(request: pytest.FixtureRequest) -> int:
-    return int(request.param)
-
-
-@pytest.fixture
-def r(proto: int, server: Server) -> Iterator[RawClient]:
-    client = RawClient(server.host, server.port)
-    client.call("HELLO", proto)
-    client.call("FLUSHALL")
-    yield client
-    client.close()
 
 
 def nil(proto: int) -> tuple[str, None]:
