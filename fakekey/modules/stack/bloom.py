@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from fakekey.codecs.errors import WRONGTYPE, wrong_args
+from fakekey.codecs.errors import wrong_args
 from fakekey.codecs.numbers import parse_float, parse_int, try_int
 from fakekey.core.registry import command, keys_range
 from fakekey.modules.stack import BLOOM_MODULE, STACK_SINCE
@@ -49,10 +49,7 @@ def arity_error(argv: list[bytes]) -> ReplyError:
 
 
 def lookup(c: Client, key: bytes) -> ScalableBloom | None:
-    value = c.db.lookup(key)
-    if value is None or type(value) is ScalableBloom:
-        return value
-    raise WRONGTYPE
+    return c.db.lookup_type(key, ScalableBloom)  # type: ignore[no-any-return]
 
 
 def existing(c: Client, key: bytes) -> ScalableBloom:

@@ -4,15 +4,15 @@ no ERR prefix: `CMS: key does not exist`). The sketch is cms_sketch.py."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from fakekey.codecs.numbers import LLONG_MAX, try_int
 from fakekey.commands.args import parse_float, wrong_args
 from fakekey.core.client import Client
-from fakekey.core.registry import command, keys_numkeys, keys_range
-from fakekey.modules.stack import BLOOM_MODULE, STACK_SINCE
+from fakekey.core.registry import keys_numkeys, keys_range
 from fakekey.modules.stack.cms_sketch import MAX_CELLS, CountMinSketch, dims_from_prob
-from fakekey.modules.stack.sketch_keys import changed, created, existing
+from fakekey.modules.stack.sketch_keys import READS, WRITES, changed, created, existing, sketch_verb
 from fakekey.resp.replies import OK, ReplyError, Simple
 
 MISSING = ReplyError("CMS: key does not exist")
@@ -33,14 +33,7 @@ BAD_WEIGHT = ReplyError("CMS: invalid weight value")
 SHAPES_DIFFER = ReplyError("CMS: width/depth is not equal")
 MERGE_OVERFLOW = ReplyError("CMS: MERGE overflow")
 
-WRITES = keys_range(1, flags="RW update")
-READS = keys_range(1, flags="RO access")
-
-
-def _verb(name: str, arity: int, flags: str, summary: str, complexity: str = "O(1)",
-          keys: Any = WRITES) -> Any:
-    return command(name, arity, flags, keys=keys, group="module", module=BLOOM_MODULE,
-                   since=STACK_SINCE, summary=summary, complexity=complexity)
+_verb = partial(sketch_verb, keys=WRITES)  # most CMS verbs write
 
 
 def _at_least_one(raw: bytes, error: ReplyError) -> int:

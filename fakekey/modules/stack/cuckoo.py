@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from fakekey.codecs.errors import WRONGTYPE
 from fakekey.codecs.numbers import parse_int, try_int
 from fakekey.core.registry import command, keys_range
 from fakekey.modules.stack import BLOOM_MODULE, STACK_SINCE
@@ -34,10 +33,7 @@ BAD_POSITION = ReplyError("Invalid position")
 
 
 def lookup(c: Client, key: bytes) -> CuckooFilter | None:
-    value = c.db.lookup(key)
-    if value is None or type(value) is CuckooFilter:
-        return value
-    raise WRONGTYPE
+    return c.db.lookup_type(key, CuckooFilter)  # type: ignore[no-any-return]
 
 
 def existing(c: Client, key: bytes) -> CuckooFilter:

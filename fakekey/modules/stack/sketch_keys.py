@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from fakekey.commands.args import WRONGTYPE
+from fakekey.core.registry import command, keys_range
+from fakekey.modules.stack import BLOOM_MODULE, STACK_SINCE
 from fakekey.resp.replies import ReplyError
 
 if TYPE_CHECKING:
@@ -14,23 +15,28 @@ if TYPE_CHECKING:
 
 V = TypeVar("V")
 
+WRITES = keys_range(1, flags="RW update")
+READS = keys_range(1, flags="RO access")
+
+
+def sketch_verb(name: str, arity: int, flags: str, summary: str, complexity: str = "O(1)",
+                keys: Any = READS) -> Any:
+    """Declare a verb of RedisBloom's module (a command decorator)."""
+    return command(name, arity, flags, keys=keys, group="module", module=BLOOM_MODULE,
+                   since=STACK_SINCE, summary=summary, complexity=complexity)
+
 
 def existing(c: Client, key: bytes, kind: type[V], missing: ReplyError) -> V:
     """The sketch at `key`; `missing` when there is none, WRONGTYPE for another type."""
-    value: Any = c.db.lookup(key)
+    value = existing_or_none(c, key, kind)
     if value is None:
         raise missing
-    if type(value) is not kind:
-        raise WRONGTYPE
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def existing_or_none(c: Client, key: bytes, kind: type[V]) -> V | None:
     """The sketch at `key` or None; WRONGTYPE for another type."""
-    value: Any = c.db.lookup(key)
-    if value is not None and type(value) is not kind:
-        raise WRONGTYPE
-    return value  # type: ignore[no-any-return]
+    return c.db.lookup_type(key, kind)  # type: ignore[no-any-return]
 
 
 def created(c: Client, key: bytes, value: Any, verb: str) -> None:

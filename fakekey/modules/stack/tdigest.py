@@ -11,9 +11,15 @@ from typing import Any
 from fakekey.codecs.numbers import LLONG_MIN, try_int
 from fakekey.commands.args import parse_float, wrong_args
 from fakekey.core.client import Client
-from fakekey.core.registry import command, keys_numkeys, keys_range
-from fakekey.modules.stack import BLOOM_MODULE, STACK_SINCE
-from fakekey.modules.stack.sketch_keys import changed, created, existing, existing_or_none
+from fakekey.core.registry import keys_numkeys, keys_range
+from fakekey.modules.stack.sketch_keys import (
+    WRITES,
+    changed,
+    created,
+    existing,
+    existing_or_none,
+    sketch_verb,
+)
 from fakekey.modules.stack.tdigest_sketch import INT_MAX, Overflow, TDigest, capacity_for
 from fakekey.resp.replies import OK, ReplyError, Simple
 
@@ -41,14 +47,7 @@ BAD_VALUE = ReplyError("ERR T-Digest: error parsing value")
 BAD_RANK = ReplyError("ERR T-Digest: error parsing rank")
 RANK_NEGATIVE = ReplyError("ERR T-Digest: rank needs to be non negative")
 
-WRITES = keys_range(1, flags="RW update")
-READS = keys_range(1, flags="RO access")
-
-
-def _verb(name: str, arity: int, flags: str, summary: str, complexity: str = "O(1)",
-          keys: Any = READS) -> Any:
-    return command(name, arity, flags, keys=keys, group="module", module=BLOOM_MODULE,
-                   since=STACK_SINCE, summary=summary, complexity=complexity)
+_verb = sketch_verb
 
 
 def _arg_index(word: bytes, args: list[bytes]) -> int:

@@ -10,9 +10,7 @@ from typing import Any
 from fakekey.codecs.numbers import try_int
 from fakekey.commands.args import parse_float, wrong_args
 from fakekey.core.client import Client
-from fakekey.core.registry import command, keys_range
-from fakekey.modules.stack import BLOOM_MODULE, STACK_SINCE
-from fakekey.modules.stack.sketch_keys import changed, created, existing
+from fakekey.modules.stack.sketch_keys import WRITES, changed, created, existing, sketch_verb
 from fakekey.modules.stack.topk_sketch import MAX_BUCKETS, TopK
 from fakekey.resp.replies import OK, ReplyError, Simple
 
@@ -31,14 +29,7 @@ BAD_INCREMENT = ReplyError("TopK: increment must be an integer greater or equal 
                            + " " * 28 + "and smaller or equal to 100,000")
 NOT_WITHCOUNT = ReplyError("WITHCOUNT keyword expected")
 
-WRITES = keys_range(1, flags="RW update")
-READS = keys_range(1, flags="RO access")
-
-
-def _verb(name: str, arity: int, flags: str, summary: str, complexity: str = "O(1)",
-          keys: Any = READS) -> Any:
-    return command(name, arity, flags, keys=keys, group="module", module=BLOOM_MODULE,
-                   since=STACK_SINCE, summary=summary, complexity=complexity)
+_verb = sketch_verb
 
 
 def _dimension(raw: bytes, error: ReplyError) -> int:
