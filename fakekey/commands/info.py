@@ -19,6 +19,7 @@ from fakekey.core.registry import command
 from fakekey.memory import estimate as memory_estimate
 from fakekey.memory.eviction import eviction_exceeded_ms
 from fakekey.memory.lazyfree import STAT as LAZYFREED
+from fakekey.persistence.failover import failover_state
 from fakekey.resp.replies import Verbatim
 
 if TYPE_CHECKING:
@@ -305,7 +306,7 @@ def info_stats(state: ServerState) -> InfoLines:
         "latest_fork_usec:0",
         f"total_forks:{stats['total_forks']}",  # the background saves and rewrites
         f"migrate_cached_sockets:{close_idle_links(state, state.clock.now_ms())}",
-        f"slave_expires_tracked_keys:{len(state.upstream.own_volatile) if state.upstream else 0}",
+        f"slave_expires_tracked_keys:{tracked_keys(state)}",
         "active_defrag_hits:0",
         "active_defrag_misses:0",
         "active_defrag_key_hits:0",
@@ -338,6 +339,14 @@ def info_stats(state: ServerState) -> InfoLines:
     return lines
 
 
+def tracked_keys(state: ServerState) -> int:
+    """slave_expires_tracked_keys: a writable replica's own keys with a deadline (kept
+    when it became a primary, as Valkey keeps them)."""
+    if state.upstream is not None:
+        return len(state.upstream.own_volatile)
+    return len(state.repl_primary.own_volatile) if state.repl_primary is not None else 0
+
+
 def info_replication(state: ServerState) -> InfoLines:
     """Valkey's fields; a primary's in-process replicas and a replica's link (a fakekey
     cluster's), which are always up and caught up."""
@@ -358,7 +367,7 @@ def info_replication(state: ServerState) -> InfoLines:
     backlog = offset > 0  # a primary with replicas keeps a backlog from the first byte
     lines += [
         "replicas_waiting_psync:0",
-        "master_failover_state:no-failover",
+        f"master_failover_state:{failover_state(state)}",
         f"master_replid:{state.replid}",
         f"master_replid2:{state.replid2}",
         f"master_repl_offset:{offset}",

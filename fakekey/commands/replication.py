@@ -5,19 +5,22 @@ SYNC/PSYNC, FAILOVER and WAITAOF (the cluster commands are in commands/cluster.p
 fakekey/net/replica_link.py; what the core knows of it: core/upstream.py); SYNC/PSYNC make
 the connection a replica of this server: the data set as Valkey's RDB file (or the
 backlog, for a partial resync), then the replication stream
-(persistence/replication_primary.py). In cluster mode REPLICAOF and FAILOVER are refused, as Valkey
-refuses them there."""
+(persistence/replication_primary.py); FAILOVER hands the primary role to one of those
+replicas (persistence/failover.py). In cluster mode REPLICAOF and FAILOVER are refused, as
+Valkey refuses them there."""
 
 from __future__ import annotations
 
 import logging
 import os
 import time
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from fakekey.commands.args import SYNTAX, try_int
 from fakekey.core.client import Client
 from fakekey.core.registry import command
+from fakekey.persistence.failover import Failover, failover_of
 from fakekey.persistence.replication_primary import replication_primary
 from fakekey.resp.replies import NO_REPLY, OK, Raw, ReplyError, Simple
 
@@ -47,6 +50,8 @@ def replica_of(c: Client, argv: list[bytes]) -> Any:
     state = c.state
     if state.cluster is not None:
         raise IN_CLUSTER
+    if failover_of(state) is not None:
+        raise ReplyError("ERR REPLICAOF not allowed while failing over.")
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
         if state.upstream is not None:
             promote(state)
@@ -81,10 +86,21 @@ def follow(state: ServerState, host: str, port: int, at_startup: bool = False) -
     unblock_all(state)
     if old is not None:
         old.stop()
+    tracked = old.own_volatile if old is not None else take_own_volatile(state)
     state.upstream = state.connect_upstream(host, port, cached)
+    state.upstream.own_volatile = tracked  # Valkey's replicaKeysWithExpire outlives roles
     if old is not None and old.linked:  # the link to the old primary went down just now
         state.upstream.down_since = int(time.time())
     state.config.values["replicaof"] = f"{host} {port}"  # CONFIG GET shows the primary
+
+
+def take_own_volatile(state: ServerState) -> dict[bytes, int]:
+    """A primary's leftover keys of its time as a writable replica (promote)."""
+    primary = state.repl_primary
+    if primary is None:
+        return {}
+    tracked, primary.own_volatile = primary.own_volatile, {}
+    return tracked
 
 
 UNBLOCKED = ReplyError("UNBLOCKED force unblock from blocking operation, instance state "
@@ -108,6 +124,8 @@ def promote(state: ServerState) -> None:
     upstream.stop()
     state.upstream = None
     state.config.values["replicaof"] = ""
+    if upstream.own_volatile:  # still tracked as a primary, as Valkey's
+        replication_primary(state).keep_own_volatile(upstream.own_volatile)
     state.replid2, state.second_repl_offset = state.replid, state.repl_offset + 1
     state.replid = os.urandom(20).hex()
     log.info("Setting secondary replication ID to %s, valid up to offset: %d. New replication "
@@ -210,12 +228,33 @@ def psync(c: Client, argv: list[bytes]) -> Any:
     primary = state.repl_primary
     if primary is not None and primary.is_replica(c):
         return NO_REPLY  # already a replica: Valkey ignores it
+    if len(argv) > 3 and argv[3].lower() == b"failover":
+        take_over(c, argv[1])
+    if failover_of(state) is not None:
+        raise ReplyError("NOMASTERLINK Can't SYNC while failing over")
+    primary = state.repl_primary
     if argv[1] != b"?" and not c.rdb_only:
         if primary is not None and primary.can_continue(argv[1], offset):
             refuse_pending_output(c)
             return Raw(primary.continue_sync(c, offset))
         state.stats["sync_partial_err"] += 1
     return full_sync(c, psync=True)
+
+
+def take_over(c: Client, replid: bytes) -> None:
+    """`PSYNC replid offset FAILOVER` from this replica's primary, failing over to it:
+    this server becomes the primary when the replication ids match."""
+    state = c.state
+    log.info("Failover request received for replid %s.", replid.decode("utf-8", "replace"))
+    if state.upstream is None:
+        raise ReplyError("ERR PSYNC FAILOVER can't be sent to a master.")
+    if replid.decode("latin-1").lower() != state.replid.lower():
+        raise ReplyError("ERR PSYNC FAILOVER replid must match my replid.")
+    promote(state)
+    # the old primary's PSYNC continues from here (Valkey's replica has its backlog already)
+    replication_primary(state).ensure_backlog()
+    log.info("PRIMARY MODE enabled (failover request from 'id=%d addr=%s laddr=%s fd=%d "
+             "name=*redacted* user=*redacted* lib-name= lib-ver=')", c.id, c.addr, c.laddr, c.fd)
 
 
 def refuse_pending_output(c: Client) -> None:
@@ -262,35 +301,63 @@ def wait_for_replicas(c: Client, argv: list[bytes], numreplicas: int, timeout: i
 
 
 @command("failover", -1, "admin noscript stale", acl="dangerous", group="server", since="6.2.0",
-         summary="Hands the primary role to a replica (a lone primary has none).")
+         summary="Hands the primary role to a replica once it has caught up.")
 def failover(c: Client, argv: list[bytes]) -> Any:
     if c.state.cluster is not None:
         raise ReplyError("ERR FAILOVER not allowed in cluster mode. Use CLUSTER FAILOVER command instead.")
-    host = timeout = force = abort = False
+    state = c.state
+    if len(argv) == 2 and argv[1].lower() == b"abort":
+        running = failover_of(state)
+        if running is None:
+            raise ReplyError("ERR No failover in progress.")
+        running.abort("Failover manually aborted")
+        return OK
+    target, timeout, force = failover_arguments(argv)
+    if failover_of(state) is not None:
+        raise ReplyError("ERR FAILOVER already in progress.")
+    if state.upstream is not None:
+        raise ReplyError("ERR FAILOVER is not valid when server is a replica.")
+    primary = state.repl_primary
+    if primary is None or not primary.links:
+        raise ReplyError("ERR FAILOVER requires connected replicas.")
+    if force and (not timeout or target is None):
+        raise ReplyError("ERR FAILOVER with force option requires both a timeout and target HOST and IP.")
+    if target is not None:
+        link = next((link for link in primary.links.values()
+                     if link.ip.lower() == target[0].lower() and link.port == target[1]), None)
+        if link is None:
+            raise ReplyError("ERR FAILOVER target HOST and PORT is not a replica.")
+        if link.state != "online":
+            raise ReplyError("ERR FAILOVER target replica is not online.")
+        log.info("FAILOVER requested to %s:%d.", *target)
+    else:
+        log.info("FAILOVER requested to any replica.")
+    Failover(state, primary, target, timeout, force, partial(follow, state),
+             partial(promote, state)).start()
+    return OK
+
+
+def failover_arguments(argv: list[bytes]) -> tuple[tuple[str, int] | None, int, bool]:
+    """FAILOVER's [TO host port] [TIMEOUT ms] [FORCE], each once, in any order."""
+    target: tuple[str, int] | None = None
+    timeout, force = 0, False
     i = 1
     while i < len(argv):
         word = argv[i].lower()
-        if word == b"to" and i + 2 < len(argv) and not host:
-            _int(argv[i + 2])
-            host = True
-            i += 2
-        elif word == b"timeout" and i + 1 < len(argv) and not timeout:
-            if _int(argv[i + 1]) <= 0:
+        if word == b"timeout" and i + 1 < len(argv) and not timeout:
+            timeout = _int(argv[i + 1])
+            if timeout <= 0:
                 raise ReplyError("ERR FAILOVER timeout must be greater than 0")
-            timeout = True
             i += 1
+        elif word == b"to" and i + 2 < len(argv) and target is None:
+            target = (argv[i + 1].decode("utf-8", "surrogateescape"), _int(argv[i + 2]))
+            i += 2
         elif word == b"force" and not force:
             force = True
-        elif word == b"abort" and not abort:
-            abort = True
         else:
             raise SYNTAX
         i += 1
-    if abort:
-        if host or timeout or force:
-            raise SYNTAX
-        raise ReplyError("ERR No failover in progress.")
-    raise ReplyError("ERR FAILOVER requires connected replicas.")
+    return target, timeout, force
 
 
 # --- WAITAOF ---------------------------------------------------------------------------------

@@ -35,6 +35,11 @@ if TYPE_CHECKING:
 
 # How often a pause looks whether the server clock passed its end (seconds).
 POLL = 0.1
+# who paused (INFO's paused_reason): CLIENT PAUSE, or a FAILOVER until it ends; CLIENT
+# UNPAUSE does not end a failover's pause (Valkey's pause purposes)
+CLIENT_PAUSE = "client_pause"
+FAILOVER_PAUSE = "failover_in_progress"
+FOREVER = (1 << 63) - 1  # a failover's end: none (Valkey's LLONG_MAX)
 SCRIPT_CALLERS = frozenset({"eval", "evalsha", "fcall"})
 
 
@@ -52,10 +57,12 @@ POSTPONED = Postponed()
 class Pause:
     """A pause in effect (`state.paused` is None otherwise)."""
 
-    def __init__(self, state: ServerState, end: int, everything: bool) -> None:
+    def __init__(self, state: ServerState, end: int, everything: bool,
+                 reason: str = CLIENT_PAUSE) -> None:
         self.state = state
         self.end = end  # unix ms on the server clock
         self.everything = everything  # ALL; else WRITE
+        self.reason = reason  # INFO's paused_reason: who paused (who may end it)
         self.postponed: list[Client] = []  # first come, first run again
         self._timer: asyncio.TimerHandle | None = None
 
@@ -173,15 +180,18 @@ def script_flags(state: ServerState, name: str, argv: list[bytes]) -> frozenset[
 # --- starting and ending ---------------------------------------------------------------
 
 
-def start_pause(state: ServerState, timeout_ms: int, everything: bool) -> None:
+def start_pause(state: ServerState, timeout_ms: int, everything: bool,
+                reason: str = CLIENT_PAUSE) -> None:
     """CLIENT PAUSE: the new mode replaces the old one; the end is the later of the two
-    (Valkey's pauseActions)."""
-    end = state.clock.now_ms() + timeout_ms
+    (Valkey's pauseActions). A failover's pause (`reason`) outlasts a client's."""
+    end = min(state.clock.now_ms() + timeout_ms, FOREVER)
     pause = state.paused
     if pause is None:
-        pause = state.paused = Pause(state, end, everything)
+        pause = state.paused = Pause(state, end, everything, reason)
     else:
         pause.end = max(pause.end, end)
+        if reason == FAILOVER_PAUSE:
+            pause.reason = reason
         was_everything, pause.everything = pause.everything, everything
         if was_everything and not everything:
             pause.release()  # less held back now: the held-back clients look again
@@ -191,10 +201,11 @@ def start_pause(state: ServerState, timeout_ms: int, everything: bool) -> None:
     pause.arm()
 
 
-def end_pause(state: ServerState) -> None:
-    """CLIENT UNPAUSE or the timeout: everyone held back runs again, keys expire again."""
+def end_pause(state: ServerState, reason: str = CLIENT_PAUSE) -> None:
+    """CLIENT UNPAUSE or the timeout: everyone held back runs again, keys expire again.
+    A failover's pause ends only with the failover (`reason`)."""
     pause = state.paused
-    if pause is None:
+    if pause is None or (pause.reason == FAILOVER_PAUSE and reason != FAILOVER_PAUSE):
         return
     state.paused = None
     pause.cancel()
@@ -206,7 +217,7 @@ def pause_info(state: ServerState) -> tuple[str, str, int]:
     pause = state.paused
     if pause is None or pause.remaining_ms() <= 0:
         return "none", "none", 0
-    return "client_pause", "all" if pause.everything else "write", pause.remaining_ms()
+    return pause.reason, "all" if pause.everything else "write", pause.remaining_ms()
 
 
 def postponed_count(state: ServerState) -> int:

@@ -91,30 +91,8 @@ class Upstream:
             self.own_volatile[key] = self.own_volatile.get(key, 0) | (1 << db_index)
 
     def expire_own_keys(self, state: ServerState) -> None:
-        """Valkey's expireReplicaKeys, at each cron: this replica's own keys past their
-        deadline are deleted as expired; a key gone or without a deadline is forgotten.
-        At most about a millisecond a call, as Valkey's."""
-        started = time.perf_counter()
-        now = state.now
-        for count, (key, dbs) in enumerate(list(self.own_volatile.items()), 1):
-            left = 0
-            for db in state.dbs:  # the databases made so far (a key lives in one of them)
-                index = db.index
-                if not dbs >> index & 1:
-                    continue
-                when = db.expires.get(key)
-                if when is None:
-                    continue
-                if now > when:
-                    db.expire_now(key)
-                else:
-                    left |= 1 << index
-            if left:
-                self.own_volatile[key] = left
-            else:
-                del self.own_volatile[key]
-            if count % 64 == 0 and time.perf_counter() - started > OWN_EXPIRY_BUDGET_S:
-                break
+        """Valkey's expireReplicaKeys, at each cron (expire_tracked_keys)."""
+        expire_tracked_keys(state, self.own_volatile)
 
     def hides_expired(self, state: ServerState) -> bool:
         """An expired key seen on a replica: gone for ordinary clients, still there for the
@@ -160,3 +138,30 @@ class Upstream:
         offset processed (-1 without a primary client)."""
         offset = state.repl_offset if self.linked else -1
         return [b"slave", self.host.encode(), self.port, self.status.encode(), offset]
+
+
+def expire_tracked_keys(state: ServerState, tracked: dict[bytes, int]) -> None:
+    """Valkey's expireReplicaKeys: a writable replica's own keys past their deadline
+    are deleted as expired; a key gone or without a deadline is forgotten. At most about
+    a millisecond a call, as Valkey's."""
+    started = time.perf_counter()
+    now = state.now
+    for count, (key, dbs) in enumerate(list(tracked.items()), 1):
+        left = 0
+        for db in state.dbs:  # the databases made so far (a key lives in one of them)
+            index = db.index
+            if not dbs >> index & 1:
+                continue
+            when = db.expires.get(key)
+            if when is None:
+                continue
+            if now > when:
+                db.expire_now(key)
+            else:
+                left |= 1 << index
+        if left:
+            tracked[key] = left
+        else:
+            del tracked[key]
+        if count % 64 == 0 and time.perf_counter() - started > OWN_EXPIRY_BUDGET_S:
+            break

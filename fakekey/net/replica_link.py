@@ -28,6 +28,7 @@ from fakekey.core.client import Client
 from fakekey.core.transactions import end_transaction
 from fakekey.core.upstream import CONNECT, CONNECTED, CONNECTING, HANDSHAKE, SYNC, Upstream
 from fakekey.persistence import load
+from fakekey.persistence.failover import failover_of
 from fakekey.persistence.snapshot import LoadError
 from fakekey.resp.parser import ProtocolError, RequestParser
 from fakekey.resp.replies import ReplyError
@@ -240,15 +241,25 @@ class ReplicaLink:
 
     async def psync(self, reader: asyncio.StreamReader, timeout: float) -> bytes:
         state, up = self.state, self.upstream
+        failover = failover_of(state)
+        if failover is not None and not failover.in_progress:
+            failover = None
+        # a FAILOVER hands over to this primary: PSYNC asks it to take over too
+        extra = (b"FAILOVER",) if failover is not None else ()
         if up.cached:
             offset = b"%d" % (state.repl_offset + 1)
             log.info("Trying a partial resynchronization (request %s:%s).", state.replid, offset.decode())
-            self.send(command_bytes(b"PSYNC", state.replid.encode(), offset))
+            self.send(command_bytes(b"PSYNC", state.replid.encode(), offset, *extra))
         else:
             log.info("Partial resynchronization not possible (no cached primary)")
-            self.send(command_bytes(b"PSYNC", b"?", b"-1"))
+            self.send(command_bytes(b"PSYNC", b"?", b"-1", *extra))
         reply = await self.reply_line(reader, timeout)
-        if not reply.startswith((b"+FULLRESYNC", b"+CONTINUE")):
+        accepted = reply.startswith((b"+FULLRESYNC", b"+CONTINUE"))
+        if failover is not None and accepted:
+            failover.accepted()
+        elif failover is not None:  # back to a primary: after this turn, outside the link
+            asyncio.get_running_loop().call_soon(failover.rejected)
+        if not accepted:
             raise LinkError(f"Unexpected reply to PSYNC from primary: {reply[:128].decode('utf-8', 'replace')}")
         return reply
 

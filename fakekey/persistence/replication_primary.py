@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fakekey.core.outbuf import dropped_for_output, past_output_limit
+from fakekey.core.upstream import expire_tracked_keys
 from fakekey.persistence import rdb, rdbfile
 from fakekey.persistence.propagate import (
     Op,
@@ -40,6 +41,7 @@ from fakekey.persistence.snapshot import live_image
 if TYPE_CHECKING:
     from fakekey.core.client import Client
     from fakekey.core.state import ServerState
+    from fakekey.persistence.failover import Failover
 
 log = logging.getLogger("fakekey.net.server")
 
@@ -94,6 +96,10 @@ class ReplicationPrimary:
         self.cron_handle: Any = None
         self.cron_loops = 0
         self.getack_pending = False
+        self.failover: Failover | None = None  # a FAILOVER under way (persistence/failover.py)
+        # a former writable replica's own keys with a deadline, still tracked as a primary
+        # (Valkey keeps replicaKeysWithExpire): key -> bitmap of databases (core/upstream.py)
+        self.own_volatile: dict[bytes, int] = {}
 
     # --- the stream --------------------------------------------------------------------
 
@@ -306,6 +312,8 @@ class ReplicationPrimary:
             self._first_ping()
         self.refresh_good_replicas()
         self._answer_waiters()
+        if self.failover is not None:
+            self.failover.check()
 
     def acks_at(self, offset: int) -> int:
         return sum(1 for link in self.online() if link.ack_offset >= offset)
@@ -390,9 +398,20 @@ class ReplicationPrimary:
             self.woff = {cid: off for cid, off in self.woff.items() if cid in state.clients}
             if self.waiting:
                 self._answer_waiters()
+            if self.failover is not None:
+                self.failover.check()
+            if self.own_volatile and state.active_expire and state.paused is None:
+                expire_tracked_keys(state, self.own_volatile)
         finally:
-            if self.backlog is not None or self.links:
+            if self.backlog is not None or self.links or self.failover or self.own_volatile:
                 self._arm_cron()
+
+    def keep_own_volatile(self, tracked: dict[bytes, int]) -> None:
+        """A writable replica became this primary: its own keys with a deadline stay
+        tracked (INFO's slave_expires_tracked_keys) until they expire or lose it."""
+        self.own_volatile = tracked
+        if tracked:
+            self._arm_cron()
 
     # --- INFO and ROLE -------------------------------------------------------------------------
 
