@@ -114,12 +114,15 @@ def memory_purge(c: Client, argv: list[bytes]) -> Any:
     return OK
 
 
+EMPTY_TABLE = 112  # Valkey's hashtable without buckets (a database made, no key in it)
+
+
 def table_overhead(count: int) -> int:
     """A key table's own bytes: its struct and a bucket array sized to a power of two."""
     buckets = 4
     while buckets < count:
         buckets *= 2
-    return 64 + 8 * buckets if count else 0
+    return 64 + 8 * buckets if count else EMPTY_TABLE
 
 
 @command("memory|stats", 2, "", since="4.0.0", tips=DIAGNOSTIC,
@@ -139,12 +142,11 @@ def memory_stats(c: Client, argv: list[bytes]) -> Any:
         b"cluster.slot_export": 0, b"aof.buffer": 0, b"lua.caches": 0, b"functions.caches": 0,
     }
     overhead = STARTUP_MEMORY
-    for db in state.dbs:
-        if db.data:
-            main, expires = table_overhead(len(db.data)), table_overhead(len(db.expires))
-            overhead += main + expires
-            stats[b"db.%d" % db.index] = {b"overhead.hashtable.main": main,
-                                          b"overhead.hashtable.expires": expires}
+    for db in state.dbs:  # every database made so far, as Valkey's (an empty one too)
+        main, expires = table_overhead(len(db.data)), table_overhead(len(db.expires))
+        overhead += main + expires
+        stats[b"db.%d" % db.index] = {b"overhead.hashtable.main": main,
+                                      b"overhead.hashtable.expires": expires}
     net = max(used - STARTUP_MEMORY, 1)
     stats.update({
         b"overhead.db.hashtable.lut": 0, b"overhead.db.hashtable.rehashing": 0,

@@ -66,6 +66,7 @@ class Persistence:
         self.rewrite_job: Any = None  # (image, now, base file name) of the running one
         self.pending_manifest: aof_manifest.Manifest | None = None  # a log turned on: named at its base
         self.rewrite_scheduled = False
+        self.log_scheduled = False  # appendonly turned on inside EXEC: the log starts at the cron
         self.rewrite_started = 0.0
         self.rewrites = 0
         self.last_rewrite_ok = True
@@ -630,7 +631,13 @@ class Persistence:
         """CONFIG SET appendonly: on starts a log (its base written by a rewrite, as
         Valkey's startAppendOnly), off closes it (the manifest stays as it was)."""
         state = self.state
-        if new and state.aof is None:
+        if not new and self.log_scheduled:  # off again before the cron started the log
+            self.log_scheduled = self.rewrite_scheduled = False
+        if new and state.aof is None and state.deny_blocking:  # inside EXEC, as Valkey's in_exec
+            self.rewrite_scheduled = self.log_scheduled = True
+            log.warning("AOF was enabled during a transaction. An AOF background was scheduled "
+                        "to start when possible.")
+        elif new and state.aof is None:
             try:
                 os.makedirs(aof_manifest.aof_dir(self.config), exist_ok=True)
                 self.manifest = None
@@ -655,7 +662,7 @@ class Persistence:
             return
         if self.rewrite_scheduled:
             self.rewrite_scheduled = False
-            self.start_rewrite()
+            self.start_scheduled_rewrite()
             return
         if self.bgsave_scheduled:
             self.bgsave_scheduled = False
@@ -673,6 +680,20 @@ class Persistence:
                 log.info("%d changes in %d seconds. Saving...", changes, seconds)
                 self.start_bgsave()
                 return
+
+    def start_scheduled_rewrite(self) -> None:
+        """A rewrite the cron starts: with the log itself when appendonly was turned on
+        inside a transaction."""
+        attach, self.log_scheduled = self.log_scheduled, False
+        if not attach:
+            self.start_rewrite()
+            return
+        try:
+            os.makedirs(aof_manifest.aof_dir(self.config), exist_ok=True)
+            self.manifest = None
+            self.start_rewrite(attach=True)
+        except (OSError, LoadError) as err:
+            log.warning("Could not start the append only file: %s", err)
 
     def _log_outgrew_its_base(self) -> bool:
         """auto-aof-rewrite-percentage and -min-size, as Valkey's cron reads them."""

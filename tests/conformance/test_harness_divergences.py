@@ -1,6 +1,7 @@
 """What Valkey's own test suite found differing (docs/harness.md): WATCH on stale keys
 (expired, not yet deleted) across FLUSHDB and SWAPDB, RESTORE ABSTTL in the past, and
-INFO's event-loop figures that move as Valkey's do, MSETEX with a deadline past."""
+INFO's event-loop figures that move as Valkey's do, MSETEX with a deadline past, MEMORY
+STATS' entry for every database made (an empty one too)."""
 
 from __future__ import annotations
 
@@ -168,3 +169,32 @@ def test_hello_names_the_availability_zone_when_set(r2, hello):
         r2.call("CONFIG", "SET", "availability-zone", "")
     reply = r2.call("HELLO", "2")[1]
     assert ("$", b"availability_zone") not in reply
+
+
+def database_entries(client) -> dict[bytes, object]:
+    """MEMORY STATS' db.<n> entries (RESP2: a flat list of names and values)."""
+    flat = client.call("MEMORY", "STATS")[1]
+    return {name[1]: value for name, value in zip(flat[0::2], flat[1::2], strict=True)
+            if re.fullmatch(rb"db\.\d+", name[1])}
+
+
+def table_figures(entry) -> dict[bytes, int]:
+    flat = entry[1]
+    return {name[1]: value[1] for name, value in zip(flat[0::2], flat[1::2], strict=True)}
+
+
+def test_memory_stats_lists_every_database_made(private_target):
+    with private_target().raw(2) as client:
+        empty = {b"overhead.hashtable.main": 112, b"overhead.hashtable.expires": 112}
+        assert list(database_entries(client)) == [b"db.0"]
+        assert table_figures(database_entries(client)[b"db.0"]) == empty
+        client.call("SELECT", "9")
+        client.call("GET", "x")
+        assert list(database_entries(client)) == [b"db.0", b"db.9"]
+        assert table_figures(database_entries(client)[b"db.9"]) == empty
+        for i in range(128):
+            client.call("SET", f"{i}", "a")
+        for i in range(128):
+            client.call("DEL", f"{i}")
+        assert table_figures(database_entries(client)[b"db.9"])[b"overhead.hashtable.main"] < 400
+
