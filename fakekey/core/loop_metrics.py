@@ -13,71 +13,81 @@ import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from fakekey.core.registry import CommandStats
     from fakekey.core.state import ServerState
 
 SAMPLES = 16  # STATS_METRIC_SAMPLES
 PERIOD_MS = 100  # the cron's run_with_period(100)
 
 
-class Series:
-    """One metric: the counter at the last sample and the last SAMPLES rates."""
-
-    __slots__ = ("last_value", "last_base", "rates", "oldest")
-
-    def __init__(self) -> None:
-        self.last_value = 0.0
-        self.last_base = 0.0
-        self.rates: list[float] = []  # up to SAMPLES, then a ring: `oldest` is replaced next
-        self.oldest = 0
-
-    def sample(self, value: float, base: float, factor: float) -> None:
-        """trackInstantaneousMetric: (value delta) * factor / (base delta)."""
-        delta_base = base - self.last_base
-        delta_value = max(0.0, value - self.last_value)  # a reset counter starts again
-        rate = delta_value * factor / delta_base if delta_base > 0 else 0.0
-        if len(self.rates) < SAMPLES:
-            self.rates.append(rate)
-        else:
-            self.rates[self.oldest] = rate
-            self.oldest = (self.oldest + 1) % SAMPLES
-        self.last_value, self.last_base = value, base
-
-    def mean(self) -> float:
-        return sum(self.rates) / len(self.rates) if self.rates else 0.0
+# the series, sampled together every PERIOD_MS (INFO names them through `instantaneous`)
+NAMES = ("ops", "net_in", "net_out", "cycles", "duration")
+_INDEX = {name: i for i, name in enumerate(NAMES)}
+_FACTORS = (1000, 1000 / 1024, 1000 / 1024, 1000, 1)  # per second, KB per second, per cycle
 
 
 class LoopMetrics:
-    """One server's event-loop counters and instantaneous series."""
+    """One server's event-loop counters and instantaneous series. The series are sampled
+    together, so they share one ring position; their rates are one flat list (series i's
+    at [i * SAMPLES, (i + 1) * SAMPLES)): two lists, not a dozen objects per server."""
 
     def __init__(self) -> None:
         self.cron_ticks = 0
         self.cron_us = 0.0
         self.cron_max_us = 0.0
         self.last_sample_ms = 0
-        self.series = {name: Series() for name in ("ops", "net_in", "net_out", "cycles", "duration")}
+        self._counted: tuple[tuple[int, CommandStats], ...] = ()  # (index, stats) of the commands counted
+        self._start_series()
+
+    def _start_series(self) -> None:
+        self.last = [0.0] * (2 * len(NAMES))  # series i's last (value, base) at 2i, 2i + 1
+        self.rates = [0.0] * (SAMPLES * len(NAMES))
+        self.taken = 0  # samples in the ring, up to SAMPLES
+        self.oldest = 0  # the ring position replaced next once full
 
     def reset(self) -> None:
         """CONFIG RESETSTAT: the series start again."""
-        self.series = {name: Series() for name in self.series}
+        self._start_series()
 
     # --- the cron's side ---
 
     def tick(self, state: ServerState, spent_us: float) -> None:
-        """A cron tick that took `spent_us`; every PERIOD_MS, one sample of each series."""
+        """A cron tick that took `spent_us`; every PERIOD_MS, one sample of each series
+        (every server of the process samples `hz` times a second: kept cheap)."""
         self.cron_ticks += 1
         self.cron_us += spent_us
-        self.cron_max_us = max(self.cron_max_us, spent_us)
+        if spent_us > self.cron_max_us:
+            self.cron_max_us = spent_us
         now_ms = int(time.monotonic() * 1000)
         if now_ms - self.last_sample_ms < PERIOD_MS:
             return
         self.last_sample_ms = now_ms
-        net_in, net_out = net_bytes(state)
-        series = self.series
-        series["ops"].sample(state.commands_processed, now_ms, 1000)
-        series["net_in"].sample(net_in, now_ms, 1000 / 1024)
-        series["net_out"].sample(net_out, now_ms, 1000 / 1024)
-        series["cycles"].sample(self.cycles(state), now_ms, 1000)
-        series["duration"].sample(self.duration_sum(state), self.cycles(state), 1)
+        net_in = net_out = 0
+        for client in state.clients.values():
+            net_in += client.net_in
+            net_out += client.net_out
+        cycles = state.commands_processed + self.cron_ticks
+        values = (state.commands_processed, net_in, net_out, cycles, self.command_us(state) + int(self.cron_us))
+        bases = (now_ms, now_ms, now_ms, now_ms, cycles)
+        position = self.taken if self.taken < SAMPLES else self.oldest
+        last, rates = self.last, self.rates
+        for series in range(len(NAMES)):  # trackInstantaneousMetric: (value delta) * factor / (base delta)
+            value, base = values[series], bases[series]
+            delta_base = base - last[2 * series + 1]
+            delta_value = max(0.0, value - last[2 * series])  # a reset counter starts again
+            rates[series * SAMPLES + position] = (delta_value * _FACTORS[series] / delta_base
+                                                  if delta_base > 0 else 0.0)
+            last[2 * series], last[2 * series + 1] = value, base
+        if self.taken < SAMPLES:
+            self.taken += 1
+        else:
+            self.oldest = (self.oldest + 1) % SAMPLES
+
+    def _mean(self, series: int) -> float:
+        if not self.taken:
+            return 0.0
+        first = series * SAMPLES
+        return sum(self.rates[first:first + self.taken]) / self.taken
 
     # --- INFO's side ---
 
@@ -85,9 +95,21 @@ class LoopMetrics:
         return state.commands_processed + self.cron_ticks
 
     def command_us(self, state: ServerState) -> int:
-        # filter(None, ...) skips the commands never counted (most of them) at C speed:
-        # the cron's tick asks every PERIOD_MS, on every server of the process
-        return sum(stats.usec + stats.ns // 1000 for stats in filter(None, state.command_stats))
+        """The time of every command counted. The cron's tick asks every PERIOD_MS, on
+        every server of the process, and a server counts a few of its five hundred
+        commands: the ones counted are kept, looked for again only when their number
+        changed or one of them is no longer in place (CONFIG RESETSTAT)."""
+        table = state.command_stats
+        total = 0
+        if len(table) - table.count(None) == len(self._counted):
+            for index, stats in self._counted:
+                if table[index] is not stats:
+                    break
+                total += stats.usec + stats.ns // 1000
+            else:
+                return total
+        self._counted = tuple((index, stats) for index, stats in enumerate(table) if stats is not None)
+        return sum(stats.usec + stats.ns // 1000 for _, stats in self._counted)
 
     def duration_sum(self, state: ServerState) -> int:
         return self.command_us(state) + int(self.cron_us)
@@ -98,8 +120,8 @@ class LoopMetrics:
             f"eventloop_cycles:{self.cycles(state)}",
             f"eventloop_duration_sum:{self.duration_sum(state)}",
             f"eventloop_duration_cmd_sum:{self.command_us(state)}",
-            f"instantaneous_eventloop_cycles_per_sec:{int(self.series['cycles'].mean())}",
-            f"instantaneous_eventloop_duration_usec:{int(self.series['duration'].mean())}",
+            f"instantaneous_eventloop_cycles_per_sec:{int(self._mean(_INDEX['cycles']))}",
+            f"instantaneous_eventloop_duration_usec:{int(self._mean(_INDEX['duration']))}",
         ]
 
     def debug_lines(self, state: ServerState) -> list[str]:
@@ -115,7 +137,7 @@ class LoopMetrics:
         ]
 
     def instantaneous(self, name: str) -> float:
-        return self.series[name].mean()
+        return self._mean(_INDEX[name])
 
 
 def net_bytes(state: ServerState) -> tuple[int, int]:

@@ -172,7 +172,7 @@ class ServerState:
         self.debug_knobs: dict[str, int] = {}
         self.loop_metrics = LoopMetrics()  # INFO's eventloop_* and instantaneous_* figures
         self.expiry = ActiveExpiry(self)  # the cron's expiry of keys and fields (core/expiry.py)
-        self.reclaimer = Reclaimer(self)  # frees big values in slices (fakekey/memory/lazyfree.py)
+        self._reclaimer: Reclaimer | None = None  # `reclaimer`, made on first use
         self.version = __version__
         self.valkey_version = VALKEY_VERSION
         # fakeredis's version= / server_type=: the older server this one answers as (core/version_gate.py)
@@ -203,7 +203,7 @@ class ServerState:
         self.tcp_port = self.config["port"]
         self.fakekey_enabled = self.config["enable-fakekey-commands"]
         self.monitors: list[Client] = []  # MONITOR clients (core/monitor.py)
-        self.commandlog = CommandLog()  # SLOWLOG and COMMANDLOG (fakekey/core/commandlog.py)
+        self._commandlog: CommandLog | None = None  # `commandlog`, made on first use
         self.slow_ns = self._slow_threshold_ns()  # run_command logs runs at least this long
         self.latency = LatencyMonitor()  # LATENCY's event series (core/latency.py)
         # run_command samples runs at least this long (latency-monitor-threshold)
@@ -212,18 +212,57 @@ class ServerState:
         self.large_request_at = self._size_threshold(LARGE_REQUEST)
         self.large_reply_at = self._size_threshold(LARGE_REPLY)
         # CLIENT TRACKING's table (fakekey/core/tracking.py); `tracking` is it only while in use
-        self.tracking_table = Tracking(self)
+        self._tracking_table: Tracking | None = None  # `tracking_table`, made on first use
         self.tracking: Tracking | None = None
         self.paused: Pause | None = None  # CLIENT PAUSE in effect (fakekey/core/pause.py)
         # the lost-wake detector (FAKEKEY.WAKES, core/wakes.py); `wake_watch` is it only while armed
-        self.wakes = WakeDetector(self)
+        self._wakes: WakeDetector | None = None  # `wakes`, made on first use
         self.wake_watch: WakeDetector | None = None
         # faults on demand (FAKEKEY.FAULT, core/faults.py); `fault_watch` is it only while a
         # rule or LATENCY is set: a connection tests only that (net/faults.py)
-        self.faults = Faults(self)
+        self._faults: Faults | None = None  # `faults`, made on first use
         # cluster-enabled yes: this node's view of its cluster (core/cluster.py), else None
         self.cluster: ClusterView | None = None
         self.fault_watch: Faults | None = None
+
+    # --- the parts most servers never use, made on first use ---------------------------
+    # (an in-process server is made in a fraction of a millisecond, bench/instances.py: each
+    # part made up front is objects the garbage collector walks for the server's life)
+
+    @property
+    def reclaimer(self) -> Reclaimer:
+        """Frees big values in slices (fakekey/memory/lazyfree.py)."""
+        if self._reclaimer is None:
+            self._reclaimer = Reclaimer(self)
+        return self._reclaimer
+
+    @property
+    def commandlog(self) -> CommandLog:
+        """SLOWLOG and COMMANDLOG (fakekey/core/commandlog.py)."""
+        if self._commandlog is None:
+            self._commandlog = CommandLog()
+        return self._commandlog
+
+    @property
+    def tracking_table(self) -> Tracking:
+        """CLIENT TRACKING's table (fakekey/core/tracking.py)."""
+        if self._tracking_table is None:
+            self._tracking_table = Tracking(self)
+        return self._tracking_table
+
+    @property
+    def wakes(self) -> WakeDetector:
+        """The lost-wake detector (FAKEKEY.WAKES, core/wakes.py)."""
+        if self._wakes is None:
+            self._wakes = WakeDetector(self)
+        return self._wakes
+
+    @property
+    def faults(self) -> Faults:
+        """The fault rules (FAKEKEY.FAULT, core/faults.py)."""
+        if self._faults is None:
+            self._faults = Faults(self)
+        return self._faults
 
     def running_loop(self) -> Any:
         """The event loop this thread is running, or None: asyncio.get_running_loop()'s

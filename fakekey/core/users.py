@@ -177,7 +177,9 @@ class Selector:
     def copy(self) -> Selector:
         return Selector(self.root, self.all_keys, list(self.keys), self.all_channels,
                         list(self.channels), self.dbs, self.all_commands, self.future,
-                        set(self.allowed), {k: list(v) for k, v in self.first_args.items()},
+                        # a frozenset is shared: a change makes the selector its own set
+                        self.allowed if isinstance(self.allowed, frozenset) else set(self.allowed),
+                        {k: list(v) for k, v in self.first_args.items()},
                         list(self.rules))
 
     @property
@@ -642,10 +644,17 @@ def merge_selector_args(args: list[bytes]) -> list[bytes]:
 
 
 def default_user() -> User:
-    user = User("default")
-    for rule in (b"+@all", b"~*", b"&*", b"on", b"nopass"):
-        user.apply(rule)
-    return user
+    """The default user as a new server has it: a copy of one made once (a copy costs
+    less than applying the rules again, and shares the frozen command names)."""
+    if not _FRESH_DEFAULT:
+        user = User("default")
+        for rule in (b"+@all", b"~*", b"&*", b"on", b"nopass"):
+            user.apply(rule)
+        _FRESH_DEFAULT.append(user)
+    return _FRESH_DEFAULT[0].copy()
+
+
+_FRESH_DEFAULT: list[User] = []  # the one default_user() copies (never handed out itself)
 
 
 # --- the log -------------------------------------------------------------------------------
@@ -715,7 +724,13 @@ class Users:
 
     def attach(self, state: ServerState) -> None:
         self.state = state
-        self.set_default_password(state.config["requirepass"])
+        if state.config["requirepass"]:  # else nopass, as the new default user is
+            self.set_default_password(state.config["requirepass"])
+        if state.config.user_directives or state.config["aclfile"]:
+            self._load_at_startup(state)
+
+    def _load_at_startup(self, state: ServerState) -> None:
+        """The config's `user` directives, or its aclfile; ConfigError stops the start."""
         from fakekey.config.settings import ConfigError
 
         for words in state.config.user_directives:  # a syntax error is fatal first

@@ -4,7 +4,6 @@ write), and `Server`, the object tests and the CLI start and stop."""
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import datetime
 import errno
@@ -50,6 +49,7 @@ from fakekey.net.loop_thread import new_event_loop as new_event_loop  # the CLI'
 from fakekey.net.registry import server_commands
 from fakekey.net.replica_link import start_link, stop_link
 from fakekey.net.sockets import listen_on
+from fakekey.net.starting import BackgroundStart, Latch
 from fakekey.persistence.manager import Persistence
 from fakekey.resp.encoder import BULK_HEADS
 from fakekey.resp.parser import ProtocolError
@@ -852,11 +852,12 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         self._persistence_beat: Beat | None = None
         self._fast_expiry_due = False  # a fast expiry cycle is scheduled
         self._cron_clients: deque[int] = deque()  # the client ids clients_cron visits next
-        self._stopped = threading.Event()  # set once a server started by start() has stopped
+        self._stopped = Latch()  # set once a server started by start() has stopped
+        self._stopped.clear()
         # start(wait=False): the sockets bound in the caller's thread, and the start the
         # loop thread has yet to finish (what waits for the server waits for it first)
         self._prebound: list[socket.socket] | None = None
-        self._starting: concurrent.futures.Future[None] | None = None
+        self._starting: BackgroundStart | None = None
         self._stopping: asyncio.Task[None] | None = None
         # fakekey-server's own process (cli.py): only then is the descriptor limit the
         # server's to raise, as Valkey's (config/limits.py); an embedded server leaves it
@@ -1142,14 +1143,28 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         if shared.is_current():
             raise RuntimeError("Server.start() on the servers' own loop: await start_async()")
         self._stopped.clear()
-        bound = not wait and self._bind_before_start()
-        starting = asyncio.run_coroutine_threadsafe(self._start_in_background(), shared.loop)
-        self.loop_thread = shared.thread
-        if bound:
-            self._starting = starting
+        if not wait and self._bind_before_start():
+            # a callback, not run_coroutine_threadsafe: less for both threads to do
+            self._starting = starting = BackgroundStart()
+            shared.loop.call_soon_threadsafe(self._start_unattended, starting)
+            self.loop_thread = shared.thread
         else:
-            starting.result()
+            starting_now = asyncio.run_coroutine_threadsafe(self._start_in_background(), shared.loop)
+            self.loop_thread = shared.thread
+            starting_now.result()
         return self
+
+    def _start_unattended(self, starting: BackgroundStart) -> None:
+        """On the loop: the rest of a start(wait=False), which `starting` reports."""
+        starting.task = asyncio.get_running_loop().create_task(self._finish_start(starting))
+
+    async def _finish_start(self, starting: BackgroundStart) -> None:
+        try:
+            await self._start_in_background()
+        except BaseException as err:  # noqa: BLE001 - reported to whoever waits for the start
+            starting.finish(err)
+        else:
+            starting.finish(None)
 
     def _bind_before_start(self) -> bool:
         """Bind now, in the caller's thread, when nothing after the bind can refuse the
@@ -1224,11 +1239,11 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
             if thread is None or not thread.is_alive():
                 return False
             if thread.ident == threading.get_ident():
-                starting.add_done_callback(lambda _: self.stop())
+                starting.then(self.stop)
                 return False
-            concurrent.futures.wait([starting])
+            starting.wait()
         self._starting = None
-        if starting.exception() is not None:
+        if starting.error is not None:
             self.loop_thread = None
             return False
         return True

@@ -132,6 +132,60 @@ def test_a_database_is_made_at_its_first_use():
             assert server.state.dbs[9].index == 9 and [db.index for db in server.state.dbs] == [0, 3, 5, 9]
 
 
+def test_a_new_server_makes_its_rarely_used_parts_at_first_use():
+    """The slow log, the tracking table, the lost-wake detector and the lazy freer are
+    made by the first command that needs them, one server's alone."""
+    with servers(2) as (server, other), RawClient(server.host, server.port) as client:
+        parts = ("_commandlog", "_tracking_table", "_wakes", "_reclaimer")
+        assert [getattr(server.state, part) for part in parts] == [None] * 4
+        assert client.call("SET", "k", "v") == ("+", b"OK")
+        assert [getattr(server.state, part) for part in parts] == [None] * 4
+        assert client.call("SLOWLOG", "LEN") == (":", 0)
+        assert client.call("CLIENT", "TRACKING", "ON") == ("+", b"OK")
+        assert client.call("FAKEKEY.WAKES", "GET")[0] == "*"
+        assert client.call("FLUSHALL", "ASYNC") == ("+", b"OK")
+        assert all(getattr(server.state, part) is not None for part in parts)
+        assert [getattr(other.state, part) for part in parts] == [None] * 4
+
+
+def test_a_new_servers_default_user_is_its_own():
+    """Each server's default user is a copy of one made once: a server that changes its
+    own leaves the next new server's as new (no password, every command)."""
+    with servers(1) as (first,), RawClient(first.host, first.port) as client:
+        assert client.call("ACL", "SETUSER", "default", ">secret", "-get") == ("+", b"OK")
+        assert client.call("GET", "k")[0] == "-"  # NOPERM on this server
+        with servers(1) as (second,), RawClient(second.host, second.port) as other:
+            assert other.call("GET", "k") == ("$", None)
+            assert other.call("ACL", "LIST")[1] == [("$", b"user default on nopass ~* &* +@all")]
+
+
+def test_the_instantaneous_figures_are_the_mean_of_the_last_sixteen_samples(monkeypatch):
+    """INFO's instantaneous_* figures: each series' rate at every sample (a PERIOD_MS
+    apart), the mean of the last SAMPLES of them, as Valkey's trackInstantaneousMetric."""
+    from types import SimpleNamespace
+
+    from fakekey.core import loop_metrics
+
+    clock = [1000.0]
+    monkeypatch.setattr(loop_metrics, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    state = SimpleNamespace(commands_processed=0, clients={}, command_stats=[])
+    metrics = loop_metrics.LoopMetrics()
+    ops_rates = []
+    for step in range(40):  # one sample a 100 ms apart, 7 * step commands in each
+        state.commands_processed += 7 * step
+        clock[0] += 0.1
+        metrics.tick(state, 5.0)
+        ops_rates.append(7 * step * 1000 / 100 if step else state.commands_processed * 1000 / 1_000_100)
+        recent = ops_rates[-loop_metrics.SAMPLES:]
+        assert metrics.instantaneous("ops") == pytest.approx(sum(recent) / len(recent))
+        assert metrics.instantaneous("net_in") == 0.0
+    assert metrics.instantaneous("cycles") == pytest.approx(sum(
+        (7 * step + 1) * 10 for step in range(40 - loop_metrics.SAMPLES, 40)) / loop_metrics.SAMPLES)
+    assert metrics.instantaneous("duration") > 0
+    metrics.reset()
+    assert metrics.instantaneous("ops") == 0.0 and metrics.instantaneous("cycles") == 0.0
+
+
 def test_a_server_started_in_a_running_loop_serves_on_that_loop():
     async def main() -> tuple[bool, bool]:
         async with Server() as server:
