@@ -200,6 +200,7 @@ class FakeClientMixin:
 
     fake_server: FakeServer | None
     _no_retry: Any = None  # a Retry that never retries, per client library
+    _no_maint: Any = None  # redis-py's maintenance notifications config, off (None: no such thing)
     _parse_url: Any = None
     # the library's plain connection class, and its fake one (which takes `server=`)
     _plain_connection: Any = None
@@ -224,6 +225,8 @@ class FakeClientMixin:
             # the server is in-process: a connection error is one the test asked for, so
             # it surfaces at once instead of after the client's reconnect back-off
             kwargs.setdefault("retry", self._no_retry())
+            if self._no_maint is not None:  # nothing to be told of: no handshake for it either
+                kwargs.setdefault("maint_notifications_config", self._no_maint())
             super().__init__(host=server.host, port=server.port, **kwargs)  # type: ignore[call-arg]
             self._name_server_in_pool(server)
         if not connected and self.fake_server is not None:
@@ -317,11 +320,13 @@ def _redis_classes() -> dict[str, type]:
 
     connection = _connection_class("FakeConnection", redis.connection.Connection)
     async_connection = _connection_class("FakeAsyncConnection", redis.asyncio.connection.Connection)
+    no_maint = _no_maint_maker()
     return {
         "FakeRedis": _client_class("FakeRedis", redis.Redis, _no_retry_maker(Retry, NoBackoff), parse_url,
-                                   connection),
+                                   connection, no_maint),
         "FakeAsyncRedis": _client_class("FakeAsyncRedis", redis.asyncio.Redis,
-                                        _no_retry_maker(AsyncRetry, NoBackoff), parse_url, async_connection),
+                                        _no_retry_maker(AsyncRetry, NoBackoff), parse_url, async_connection,
+                                        no_maint),
         "FakeConnection": connection,
         "FakeAsyncConnection": async_connection,
     }
@@ -364,12 +369,27 @@ def _shallow_copy(self: Any, memo: Any) -> Any:
     return copy.copy(self)
 
 
-def _client_class(name: str, base: type, no_retry: Any, parse_url: Any, fake_connection: type) -> type:
+def _no_maint_maker() -> Any:
+    """What makes redis-py's maintenance notifications config of a client with them off
+    (None: a redis-py without them). An in-process server is never moved for maintenance,
+    and their handshake, a CLIENT MAINT_NOTIFICATIONS that Valkey refuses as fakekey does,
+    would cost each new connection a command and an error reply (about a sixth of its
+    first command, both sides: bench/instances.py)."""
+    try:
+        from redis.maint_notifications import MaintNotificationsConfig
+    except ImportError:  # pragma: no cover - a redis-py before them
+        return None
+    return lambda: MaintNotificationsConfig(enabled=False)
+
+
+def _client_class(name: str, base: type, no_retry: Any, parse_url: Any, fake_connection: type,
+                  no_maint: Any = None) -> type:
     namespace = {
         "__module__": __name__,
         "__doc__": f"A `{base.__module__}.{base.__qualname__}` bound to a fake server "
                    f"(`server=`, the pool's, the one of its address, or a new one).",
         "_no_retry": staticmethod(no_retry),
+        "_no_maint": None if no_maint is None else staticmethod(no_maint),
         "_parse_url": staticmethod(parse_url),
         "_plain_connection": fake_connection.__mro__[2],  # (fake, mixin, the library's)
         "_fake_connection": fake_connection,

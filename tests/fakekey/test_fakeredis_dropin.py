@@ -238,3 +238,19 @@ async def test_waiting_for_a_pubsub_message_calls_no_asyncio_sleep():
             assert await pubsub.get_message(timeout=0.3) is None  # three of the server's cron turns
         assert sleep.call_count == 0
     await r.aclose()
+
+
+def test_a_fake_clients_connection_asks_for_no_maintenance_notifications():
+    """An in-process server is never moved for maintenance: a Fake* client's connection
+    leaves redis-py's CLIENT MAINT_NOTIFICATIONS out of its handshake (which Valkey, and
+    fakekey, would refuse), so a new server counts no error. A client that asks for them
+    keeps its own setting."""
+    from redis.maint_notifications import MaintNotificationsConfig
+
+    r = fakekey.FakeRedis()
+    assert r.set("k", "v") is True
+    assert r.info("errorstats") == {}
+    assert "cmdstat_client|maint_notifications" not in r.info("commandstats")
+    asked = fakekey.FakeRedis(server=r.fake_server, maint_notifications_config=MaintNotificationsConfig())
+    assert asked.get("k") == b"v"
+    assert r.info("errorstats") == {"errorstat_ERR": {"count": 1}}  # refused, as Valkey refuses it
