@@ -1,11 +1,12 @@
 """Hash commands, field expiry (HEXPIRE & co., HGETEX, HSETEX, HGETDEL) included.
 
-Field expiry. A field whose deadline has passed is deleted before any command touches
-its hash (`lookup_hash`), as if Valkey's active expiry had just run: the `hexpired`
-event fires, `expired_fields` counts it, and a hash left empty is deleted (`del`).
-Valkey itself hides due fields from every read at once but reclaims them (and updates
-HLEN, EXISTS, DBSIZE) only in its active-expiry cycle, up to ~100 ms later; fakekey
-reclaims them at once. The server's cron reclaims the rest (fakekey/core/field_expiry.py).
+Field expiry. As Valkey, which has no lazy expiry of fields, a field past its deadline
+stays in its hash until the server's active expiry deletes it (fakekey/core/field_expiry.py:
+`hexpired`, `expired_fields`, HDEL to replicas, the emptied hash deleted). Meanwhile every
+command sees it as absent (HGET, HEXISTS, HGETALL, HSCAN, HRANDFIELD, HTTL, HEXPIRE,
+HDEL, HGETDEL answer as for a missing field; HSET, HSETNX, HINCRBY and HSETEX FNX write it
+as a new field, without its deadline) except HLEN, which counts it, and EXISTS, DUMP,
+RENAME and MOVE, which keep the hash whole; COPY copies the live fields only.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from fakekey.commands.picks import PickChunk, draws, repeated_picks
 from fakekey.commands.scan import at_start, bucket_page, hash_order, parse_cursor, parse_scan_options
 from fakekey.core.client import Client
 from fakekey.core.dirty import FIELD_PAIRS, INTEGER_REPLY
-from fakekey.core.field_expiry import count_expired_fields, reclaim_fields
+from fakekey.core.field_expiry import count_expired_fields, expire_overwritten
 from fakekey.core.registry import command, keys_range
 from fakekey.resp.replies import OK, ReplyError
 from fakekey.types.hash import HashValue
@@ -60,11 +61,30 @@ NO_FIELD, NOT_SET, CONDITION_FAILED, SET_OK, DELETED_NOW = -2, -1, 0, 1, 2
 
 
 def lookup_hash(c: Client, key: bytes) -> HashValue | None:
-    """The hash at `key` (None if absent; WRONGTYPE if not a hash), due fields removed."""
+    """The hash at `key` (None if absent; WRONGTYPE if not a hash), with any fields past
+    their deadline still in it: each command hides them (`get_live`, `has_live`, `live`)."""
     h: HashValue | None = c.db.lookup_type(key, HashValue)  # typed: compiled, a native call
-    if h is not None and h.has_ttls() and reclaim_fields(c.db, key, h, c.state.now):
-        return c.db.data.get(key)
     return h
+
+
+def fields_now(c: Client) -> int:
+    """The time the fields' own deadlines are judged at: the server's, but, on a replica,
+    never past for its primary's commands (the primary deletes fields itself, by HDEL)."""
+    state = c.state
+    upstream = state.upstream
+    if upstream is not None and state.current_client is upstream.client:
+        return 0
+    return state.now
+
+
+def lookup_live_hash(c: Client, key: bytes) -> HashValue | None:
+    """For a whole-hash read: the hash without its fields past their deadline (None if
+    none is left, as for a missing key)."""
+    h = lookup_hash(c, key)
+    if h is None:
+        return None
+    h = h.live(fields_now(c))
+    return h if h else None
 
 
 def store(c: Client, key: bytes, h: HashValue, is_new: bool, *events: str) -> None:
@@ -85,6 +105,14 @@ def store(c: Client, key: bytes, h: HashValue, is_new: bool, *events: str) -> No
     db.written(key, events[-1], "h")
     if is_new and state.notify_flags:
         state.notify(db, "g", "del", key)
+
+
+def expire_before_write(c: Client, key: bytes, h: HashValue | None, fields: list[bytes],
+                        propagate: bool = False) -> None:
+    """Fields about to be written that are past their deadline expire first (hexpired,
+    expired_fields), as Valkey's writes expire them (fakekey/core/field_expiry.py)."""
+    if h is not None and h.has_ttls():
+        expire_overwritten(c.db, key, h, fields, fields_now(c), propagate)
 
 
 def limits(c: Client) -> tuple[int, int]:
@@ -121,6 +149,7 @@ def hset_generic(c: Client, argv: list[bytes], name: str) -> int:
         h = HashValue()
     entries, value_limit = limits(c)  # a *call compiled is a generic call
     pairs = argv[2:]
+    expire_before_write(c, key, h, pairs[::2])
     h.convert_for_write(pairs, entries, value_limit)
     created = set_pairs(h, pairs, False, entries, value_limit)
     if is_new:
@@ -153,8 +182,9 @@ def hmset(c: Client, argv: list[bytes]) -> Any:
 def hsetnx(c: Client, argv: list[bytes]) -> Any:
     key, field = argv[1], argv[2]
     h = lookup_hash(c, key)
-    if h is not None and field in h:
+    if h is not None and h.has_live(field, fields_now(c)):
         return 0
+    expire_before_write(c, key, h, [field])
     is_new = h is None
     if h is None:
         h = HashValue()
@@ -169,7 +199,7 @@ def hsetnx(c: Client, argv: list[bytes]) -> Any:
          group=G, since="2.0.0", summary="Reads the value of one field of a hash.")
 def hget(c: Client, argv: list[bytes]) -> Any:
     h = lookup_hash(c, argv[1])
-    return None if h is None else h.get(argv[2])
+    return None if h is None else h.get_live(argv[2], fields_now(c))
 
 
 @command("hmget", -3, "readonly fast", keys=keys_range(1, flags="RO access"), acl="hash",
@@ -180,7 +210,8 @@ def hmget(c: Client, argv: list[bytes]) -> Any:
     h = lookup_hash(c, argv[1])
     if h is None:
         return [None] * (len(argv) - 2)
-    return [h.get(field) for field in argv[2:]]
+    now = fields_now(c)
+    return [h.get_live(field, now) for field in argv[2:]]
 
 
 @command("hgetall", 2, "readonly", keys=keys_range(1, flags="RO access"), acl="hash", group=G,
@@ -188,7 +219,7 @@ def hmget(c: Client, argv: list[bytes]) -> Any:
          tips="nondeterministic_output_order",
          summary="Reads every field and value of a hash (a map in RESP3).")
 def hgetall(c: Client, argv: list[bytes]) -> Any:
-    h = lookup_hash(c, argv[1])
+    h = lookup_live_hash(c, argv[1])
     return {} if h is None else h.as_dict()
 
 
@@ -196,7 +227,7 @@ def hgetall(c: Client, argv: list[bytes]) -> Any:
          since="2.0.0", complexity="O(N) where N is the size of the hash.",
          tips="nondeterministic_output_order", summary="Lists the fields of a hash.")
 def hkeys(c: Client, argv: list[bytes]) -> Any:
-    h = lookup_hash(c, argv[1])
+    h = lookup_live_hash(c, argv[1])
     return [] if h is None else h.field_names()
 
 
@@ -204,7 +235,7 @@ def hkeys(c: Client, argv: list[bytes]) -> Any:
          since="2.0.0", complexity="O(N) where N is the size of the hash.",
          tips="nondeterministic_output_order", summary="Lists the values of a hash.")
 def hvals(c: Client, argv: list[bytes]) -> Any:
-    h = lookup_hash(c, argv[1])
+    h = lookup_live_hash(c, argv[1])
     return [] if h is None else h.values()
 
 
@@ -216,7 +247,8 @@ def hdel(c: Client, argv: list[bytes]) -> Any:
     h = lookup_hash(c, key)
     if h is None:
         return 0
-    deleted = sum(h.delete(field) for field in argv[2:])
+    now = fields_now(c)  # a field past its deadline is not there to delete
+    deleted = sum(not h.expired(field, now) and h.delete(field) for field in argv[2:])
     if deleted:
         store(c, key, h, False, "hdel")
     return deleted
@@ -225,6 +257,7 @@ def hdel(c: Client, argv: list[bytes]) -> Any:
 @command("hlen", 2, "readonly fast", keys=keys_range(1, flags="RO"), acl="hash", group=G,
          since="2.0.0", summary="Counts the fields of a hash.")
 def hlen(c: Client, argv: list[bytes]) -> Any:
+    # fields past their deadline count until active expiry deletes them, as Valkey's
     h = lookup_hash(c, argv[1])
     return 0 if h is None else len(h)
 
@@ -233,14 +266,14 @@ def hlen(c: Client, argv: list[bytes]) -> Any:
          since="2.0.0", summary="Tells whether a field exists in a hash.")
 def hexists(c: Client, argv: list[bytes]) -> Any:
     h = lookup_hash(c, argv[1])
-    return int(h is not None and argv[2] in h)
+    return int(h is not None and h.has_live(argv[2], fields_now(c)))
 
 
 @command("hstrlen", 3, "readonly fast", keys=keys_range(1, flags="RO"), acl="hash", group=G,
          since="3.2.0", summary="Answers the length of the value of a hash field (0 if absent).")
 def hstrlen(c: Client, argv: list[bytes]) -> Any:
     h = lookup_hash(c, argv[1])
-    value = None if h is None else h.get(argv[2])
+    value = None if h is None else h.get_live(argv[2], fields_now(c))
     return 0 if value is None else len(value)
 
 
@@ -254,7 +287,7 @@ def hincrby(c: Client, argv: list[bytes]) -> Any:
     key, field = argv[1], argv[2]
     increment = parse_int(argv[3])
     h = lookup_hash(c, key)
-    current = None if h is None else h.get(field)
+    current = None if h is None else h.get_live(field, fields_now(c))
     value = 0 if current is None else try_int(current)
     if value is None:
         raise HASH_NOT_INTEGER
@@ -277,7 +310,7 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> Any:
     if isinstance(increment, float):
         raise INCR_NAN_OR_INF  # strtold accepted an infinity
     h = lookup_hash(c, key)
-    current = None if h is None else h.get(field)
+    current = None if h is None else h.get_live(field, fields_now(c))
     value: Fraction | float = Fraction(0)
     if current is not None:
         try:
@@ -298,6 +331,7 @@ def hincrbyfloat(c: Client, argv: list[bytes]) -> Any:
 def write_counter(c: Client, key: bytes, h: HashValue | None, field: bytes, value: bytes,
                   event: str) -> None:
     """Store a counter's new value; the field keeps its TTL."""
+    expire_before_write(c, key, h, [field])
     is_new = h is None
     if h is None:
         h = HashValue()
@@ -315,7 +349,7 @@ def write_counter(c: Client, key: bytes, h: HashValue | None, field: bytes, valu
          "optionally with their values.")
 def hrandfield(c: Client, argv: list[bytes]) -> Any:
     if len(argv) == 2:
-        h = lookup_hash(c, argv[1])
+        h = lookup_live_hash(c, argv[1])
         return None if h is None else random.choice(h.field_names())
     count = parse_int(argv[2])
     if count == LLONG_MIN:
@@ -325,7 +359,7 @@ def hrandfield(c: Client, argv: list[bytes]) -> Any:
         raise SYNTAX
     if withvalues and not -LONG_MAX_HALF <= count <= LONG_MAX_HALF:
         raise OUT_OF_RANGE
-    h = lookup_hash(c, argv[1])
+    h = lookup_live_hash(c, argv[1])
     if h is None or count == 0:
         return []
     if count < 0:
@@ -383,7 +417,8 @@ def hscan(c: Client, argv: list[bytes]) -> Any:
         if order is None or at_start(cursor, len(h)):
             order = h.scan_order = hash_order(h.field_names())
         cursor, fields = bucket_page(order, cursor, len(h), options.count, h.__contains__)
-        pairs = [(f, h.get(f) or b"") for f in fields]
+        now = fields_now(c)  # fields past their deadline are skipped
+        pairs = [(f, v) for f in fields if (v := h.get_live(f, now)) is not None]
     else:
         cursor, pairs = 0, h.items()  # a listpack is answered in one go
     matches = options.matches
@@ -462,7 +497,7 @@ def hexpire_generic(c: Client, argv: list[bytes], name: str, unit: int, relative
     when = expire_argument(argv[2], now if relative else 0, unit, name)
     key = argv[1]
     h = lookup_hash(c, key)
-    results = [apply_expiry(h, field, when, flags, now) for field in fields]
+    results = [apply_expiry(h, field, when, flags, fields_now(c)) for field in fields]
     if h is None:  # no key: every field answers NO_FIELD, nothing is written
         return results
     if SET_OK in results:  # the server's cron expires its fields from now on
@@ -477,8 +512,10 @@ def hexpire_generic(c: Client, argv: list[bytes], name: str, unit: int, relative
 
 def apply_expiry(h: HashValue | None, field: bytes, when: int, flags: frozenset[bytes],
                  now: int) -> int:
-    """hashTypeSetExpire: one field's answer (-2, 0, 1 or 2), applying it."""
-    if h is None or field not in h:
+    """hashTypeSetExpire: one field's answer (-2, 0, 1 or 2), applying it; `now` is the
+    time deadlines are judged at (`fields_now`: a replica gives its primary's past
+    deadlines as they come, and waits for the HDEL)."""
+    if h is None or not h.has_live(field, now):
         return NO_FIELD
     current = h.ttl_of(field)
     if flags and (
@@ -517,10 +554,11 @@ _expire_command("hpexpireat", MS, False, "a unix time in milliseconds")
 def httl_generic(c: Client, argv: list[bytes], unit: int, relative: bool) -> Any:
     fields = fixed_fields(argv, SYNTAX)
     h = lookup_hash(c, argv[1])
-    base = c.state.now if relative else 0
+    now, seen = c.state.now, fields_now(c)
+    base = now if relative else 0
     results = []
     for field in fields:
-        if h is None or field not in h:
+        if h is None or not h.has_live(field, seen):
             results.append(NO_FIELD)
             continue
         deadline = h.ttl_of(field)
@@ -560,8 +598,9 @@ def hpersist(c: Client, argv: list[bytes]) -> Any:
     h = lookup_hash(c, key)
     if h is None:
         return [NO_FIELD] * len(fields)
+    now = fields_now(c)
     results = [
-        NO_FIELD if field not in h else SET_OK if h.persist(field) else NOT_SET
+        NO_FIELD if not h.has_live(field, now) else SET_OK if h.persist(field) else NOT_SET
         for field in fields
     ]
     if SET_OK in results:
@@ -580,9 +619,12 @@ def hgetdel(c: Client, argv: list[bytes]) -> Any:
     if h is None:
         return [None] * len(fields)
     values = []
+    now = fields_now(c)
     for field in fields:
-        values.append(h.get(field))
-        h.delete(field)
+        value = h.get_live(field, now)
+        values.append(value)
+        if value is not None:
+            h.delete(field)
     if any(v is not None for v in values):
         store(c, key, h, False, "hdel")
     return values
@@ -662,16 +704,20 @@ def hgetex(c: Client, argv: list[bytes]) -> Any:
     when = options.deadline(c, "hgetex") if options.unit else None
     if h is None:
         return [None] * len(fields)
-    expired_now = when is not None and when <= c.state.now
+    now, seen = c.state.now, fields_now(c)
+    expired_now = when is not None and when <= now
     values, changed = [], 0
     for field in fields:
-        values.append(h.get(field))
+        value = h.get_live(field, seen)
+        values.append(value)
+        if value is None:  # absent or past its deadline: left as it is
+            continue
         if expired_now:
             changed += h.delete(field)
         elif when is not None:
-            changed += apply_expiry(h, field, when, frozenset(), c.state.now) == SET_OK
+            changed += apply_expiry(h, field, when, frozenset(), seen) == SET_OK
         elif persist:
-            changed += field in h and h.persist(field)
+            changed += h.persist(field)
     if changed and expired_now:
         count_expired_fields(c.state, changed)
     elif changed and when is not None:
@@ -696,7 +742,7 @@ def hsetex(c: Client, argv: list[bytes]) -> Any:
     if (b"NX" in flags and h is not None) or (b"XX" in flags and h is None):
         return 0
     when = options.deadline(c, "hsetex") if options.unit else None
-    if not fields_condition_holds(h, pairs[::2], flags):
+    if not fields_condition_holds(h, pairs[::2], flags, fields_now(c)):
         return 0
     is_new = h is None
     if h is None:
@@ -710,6 +756,7 @@ def hsetex(c: Client, argv: list[bytes]) -> Any:
         count_expired_fields(c.state, numfields)  # Valkey counts every field named
         events.append("hexpired")
     else:
+        expire_before_write(c, key, h, pairs[::2], propagate=b"KEEPTTL" in flags)
         set_fields(c, h, pairs, keep_ttl=b"KEEPTTL" in flags)
         if when is not None:
             for field in pairs[::2]:
@@ -719,10 +766,12 @@ def hsetex(c: Client, argv: list[bytes]) -> Any:
     return 1
 
 
-def fields_condition_holds(h: HashValue | None, fields: list[bytes], flags: set[bytes]) -> bool:
-    """FNX: none of the fields exists; FXX: all of them do."""
+def fields_condition_holds(h: HashValue | None, fields: list[bytes], flags: set[bytes],
+                           now: int) -> bool:
+    """FNX: none of the fields exists; FXX: all of them do (past its deadline, a field
+    does not)."""
     if b"FNX" in flags:
-        return h is None or not any(f in h for f in fields)
+        return h is None or not any(h.has_live(f, now) for f in fields)
     if b"FXX" in flags:
-        return h is not None and all(f in h for f in fields)
+        return h is not None and all(h.has_live(f, now) for f in fields)
     return True

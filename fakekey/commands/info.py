@@ -14,6 +14,7 @@ from fakekey.commands.admin import replication_address, snapshot_us
 from fakekey.commands.clients import clients_memory_split
 from fakekey.commands.dump import close_idle_links
 from fakekey.core.client import Client
+from fakekey.core.field_expiry import keys_with_volatile_items
 from fakekey.core.keyspace import Database
 from fakekey.core.registry import command
 from fakekey.memory import estimate as memory_estimate
@@ -490,7 +491,8 @@ def average_ttl(db: Database, now: int) -> int:
 def info_keyspace(state: ServerState) -> InfoLines:
     return [
         f"db{db.index}:keys={len(db)},expires={len(db.expires)},"
-        f"avg_ttl={average_ttl(db, state.now)},keys_with_volatile_items=0"
+        f"avg_ttl={average_ttl(db, state.now)},"
+        f"keys_with_volatile_items={keys_with_volatile_items(db)}"
         for db in state.dbs
         if len(db)
     ]

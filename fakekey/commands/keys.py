@@ -26,6 +26,7 @@ from fakekey.core.keyspace import STRING_TYPES, Database, type_name
 from fakekey.core.registry import command, container, keys_range
 from fakekey.memory.lazyfree import lazy_setting
 from fakekey.resp.replies import OK, ReplyError, Simple
+from fakekey.types.hash import HashValue
 
 G = "generic"
 KEYSPACE = "keyspace"
@@ -463,6 +464,8 @@ def copy(c: Client, argv: list[bytes]) -> Any:
             return 0
         target.delete(dst, event=None)
     when = c.db.expires.get(src)
+    if type(value) is HashValue:  # fields past their deadline are not copied (hashTypeDup)
+        value = value.live(c.state.now)
     target.set_value(dst, copy_value(value), event=None)
     carry_string_form(c.db, src, target, dst)
     if when is not None:

@@ -1,6 +1,8 @@
-"""Hash fields past their own deadline (HEXPIRE & co.): reclaimed when a command touches
-their hash, and by the server's active expiry (`expire_fields_some`, fakekey/core/expiry.py)
-after the keys' own."""
+"""Hash fields past their own deadline (HEXPIRE & co.): hidden from commands at once
+(fakekey/commands/hashes.py) but deleted, as Valkey, which has no lazy expiry of fields,
+only by the server's active expiry (`expire_fields_some`, fakekey/core/expiry.py, after
+the keys' own, a bounded number per step), or when fakekey's clock is moved by hand
+(`expire_all_fields`)."""
 
 from __future__ import annotations
 
@@ -32,6 +34,27 @@ def reclaim_fields(db: Database, key: bytes, h: HashValue, now: int, limit: int 
         if state.feed is not None:  # replicas and the AOF learn it as Valkey sends it: HDEL
             state.feed.fields_expired(db.index, key, due, state.dirty - dirty, key not in db.data)
     return len(due)
+
+
+def expire_overwritten(db: Database, key: bytes, h: HashValue, fields: list[bytes], now: int,
+                       propagate: bool) -> None:
+    """A write about to set fields past their deadline expires them first, as Valkey's
+    does: deleted and counted, `hexpired` announced before the write's own events. The
+    hash stays even if that empties it: the write refills it (no `del`/`new`, and its
+    encoding stays). Their HDEL goes to replicas before the write only when asked
+    (`propagate`: HSETEX KEEPTTL, which the replica would apply keeping the old
+    deadline); the other writes go out in a form the replica applies as is."""
+    due = [field for field in dict.fromkeys(fields) if h.expired(field, now)]
+    if not due:
+        return
+    for field in due:
+        h.delete(field)
+    state = db.state
+    count_expired_fields(state, len(due))
+    if state.notify_flags:
+        state.notify(db, "h", "hexpired", key)
+    if propagate and state.feed is not None:
+        state.feed.fields_expired(db.index, key, due, 0, False)
 
 
 def count_expired_fields(state: ServerState, count: int) -> None:
@@ -67,3 +90,14 @@ def expire_all_fields(db: Database, now: int) -> int:
         elif db.expires.get(key, now) >= now:
             deleted += reclaim_fields(db, key, h, now)
     return deleted
+
+
+def keys_with_volatile_items(db: Database) -> int:
+    """INFO keyspace's keys_with_volatile_items: the hashes holding a field with a
+    deadline (past or not)."""
+    data = db.data
+    count = 0
+    for key in db.field_ttl_keys:
+        h = data.get(key)
+        count += type(h) is HashValue and h.has_ttls()
+    return count

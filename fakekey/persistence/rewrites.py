@@ -291,10 +291,27 @@ def peek_fields(c: Any, argv: list[bytes]) -> dict[bytes, int | None]:
 
 
 def _due(seen: dict[bytes, int | None], field: bytes, now: int) -> bool:
-    """The field was there, past its deadline (Valkey still held it: fakekey too, until
-    the command looked)."""
+    """The field was there, past its deadline (held until active expiry deletes it)."""
     deadline = seen.get(field)
-    return deadline is not None and deadline <= now
+    return deadline is not None and deadline < now
+
+
+def peek_due_field(c: Any, argv: list[bytes]) -> bool:
+    """HSETNX/HINCRBY: whether the field named is held past its deadline."""
+    h = _live(c, argv[1])
+    return h is not None and hasattr(h, "expired") and h.expired(argv[2], c.state.now)
+
+
+def rewrite_hsetnx(c: Any, argv: list[bytes], reply: Any, due: bool) -> list[list[bytes]]:
+    """Over a field past its deadline: HSET, as the replica, which still holds the
+    field, would refuse HSETNX."""
+    return [[b"HSET", argv[1], argv[2], argv[3]]] if due else [argv]
+
+
+def rewrite_hincrby(c: Any, argv: list[bytes], reply: Any, due: bool) -> list[list[bytes]]:
+    """Over a field past its deadline: HSET of the result, as the replica still holds
+    the old value."""
+    return [[b"HSET", argv[1], argv[2], b"%d" % reply]] if due else [argv]
 
 
 def _expiry_option(c: Any, options: list[bytes]) -> tuple[int, int] | None:
@@ -343,7 +360,7 @@ def rewrite_hsetex(c: Any, argv: list[bytes], reply: Any, seen: dict[bytes, int 
             else:
                 kept.append(option)
         out = [argv[0], key, *kept, *argv[at:]]
-    return [out]  # fields it overwrote past their deadline went first, as HDEL (expiry)
+    return [out]  # with KEEPTTL, fields it overwrote past their deadline went first, as HDEL
 
 
 def rewrite_hgetex(c: Any, argv: list[bytes], reply: Any, seen: dict[bytes, int | None]) -> list[list[bytes]]:
@@ -623,6 +640,8 @@ REWRITES: dict[str, Rewrite] = {
 PEEKED: dict[str, tuple[Peek | None, PeekedRewrite]] = {
     "hsetex": (peek_fields, rewrite_hsetex),
     "hgetex": (peek_fields, rewrite_hgetex),
+    "hsetnx": (peek_due_field, rewrite_hsetnx),
+    "hincrby": (peek_due_field, rewrite_hincrby),
     "xreadgroup": (peek_readgroup, rewrite_xreadgroup),
     "xclaim": (peek_xclaim, rewrite_xclaim),
     "xautoclaim": (peek_xautoclaim, rewrite_xautoclaim),

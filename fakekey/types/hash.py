@@ -23,11 +23,13 @@ conversion keeps the order. Valkey's hashtable order is unspecified (it follows 
 function); here it simply stays insertion order.
 
 Field expiry. A field with a deadline (unix ms) is alive while `now <= deadline`, like a
-key. The commands layer purges due fields before every access (`expire_fields`), so no
-reply ever sees one; the server's active expiry calls the same method. The deadlines are
-also kept in a heap, so that finding the due fields costs what is due, not the hash's size
-(an entry whose field lost or changed its deadline is dropped when it surfaces). Only a
-hashtable hash has TTLs; a hash without any holds neither dict nor heap.
+key. As in Valkey, which has no lazy expiry of fields, a field past its deadline stays
+held (HLEN, DUMP, RENAME count it) but every command sees it as absent (`get_live`,
+`has_live`, `live`; a command writing it deletes it first, as an expiry) until the server's active expiry
+deletes it (`expire_fields`). The deadlines are also kept in a heap, so that finding the
+due fields costs what is due, not the hash's size (an entry whose field lost or changed
+its deadline is dropped when it surfaces). Only a hashtable hash has TTLs; a hash without
+any holds neither dict nor heap.
 
 Cursors. HSCAN walks a hashtable hash as SCAN walks the keys (fakekey/commands/scan.py),
 in an order kept in `scan_order` for an iteration.
@@ -185,6 +187,52 @@ class HashValue:
         ttls = self._ttls
         return None if ttls is None else ttls.get(field)
 
+    # --- fields past their deadline: held, but seen by no command ------------------------
+
+    def expired(self, field: bytes, now: int) -> bool:
+        """Whether the field has a deadline that has passed (it may still be held)."""
+        ttls = self._ttls
+        if not ttls:
+            return False
+        deadline = ttls.get(field)
+        return deadline is not None and deadline < now
+
+    def get_live(self, field: bytes, now: int) -> bytes | None:
+        """The field's value as a command reads it: None if absent or past its deadline."""
+        value = self.get(field)
+        if value is not None and self._ttls and self.expired(field, now):
+            return None
+        return value
+
+    def has_live(self, field: bytes, now: int) -> bool:
+        return field in self and not self.expired(field, now)
+
+    def any_expired(self, now: int) -> bool:
+        """Whether some held field is past its deadline (stale heap entries are dropped on
+        the way: the soonest valid entry decides)."""
+        ttls = self._ttls
+        heap = self._deadlines
+        if not ttls or not heap:
+            return False
+        while heap:
+            deadline, field = heap[0]
+            if ttls.get(field) == deadline:
+                return deadline < now
+            heappop(heap)
+        return False
+
+    def live(self, now: int) -> HashValue:
+        """The hash as a whole-hash read sees it: itself, or, when some fields are past
+        their deadline, a copy without them (same encoding; Valkey's hashTypeDup, which
+        COPY uses, also leaves them out)."""
+        if not self.any_expired(now):
+            return self
+        twin = self.copy()
+        for field in [f for f, deadline in self.ttls.items() if deadline < now]:
+            twin.delete(field)
+        twin.rebuild_deadlines()
+        return twin
+
     def encoding(self, state: Configured | None = None) -> bytes:
         """What OBJECT ENCODING answers: the encoding this hash has reached."""
         return HASHTABLE if self._hashtable else LISTPACK
@@ -284,7 +332,7 @@ class HashValue:
         return ttls is not None and ttls.pop(field, None) is not None
 
     def expire_fields(self, now: int, limit: int = 0) -> list[bytes]:
-        """Active/lazy expiry: delete the fields whose deadline has passed (at most `limit`
+        """Active expiry: delete the fields whose deadline has passed (at most `limit`
         of them, if given), soonest first; return them."""
         ttls = self._ttls
         heap = self._deadlines

@@ -849,6 +849,163 @@ def test_due_fields_are_invisible(r, proto):
     assert r.call("HTTL", "h", "FIELDS", "2", "a", "c") == ints(-1, -1)
 
 
+# --- fields past their deadline, before active expiry deletes them ---------------------------
+# Valkey has no lazy expiry of fields: a field past its deadline stays in its hash, hidden
+# from every command but HLEN, until active expiry (or a write of that very field) deletes it.
+
+
+@pytest.fixture
+def no_active_expiry(r2):
+    """DEBUG SET-ACTIVE-EXPIRE 0 for one test (back on after it)."""
+    assert r2.call("DEBUG", "SET-ACTIVE-EXPIRE", "0") == ("+", b"OK")
+    yield
+    r2.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+def expire_fields_now(r, key, *fields):
+    """Give fields a 1 ms deadline and let it pass (the server sleeps past it)."""
+    assert r.call("HPEXPIRE", key, "1", "FIELDS", str(len(fields)), *fields) == ints(*[1] * len(fields))
+    r.call("DEBUG", "SLEEP", "0.01")
+
+
+def wait_for(predicate):
+    deadline = time.monotonic() + 10
+    while not predicate():
+        assert time.monotonic() < deadline, "active expiry never came"
+        time.sleep(0.02)
+
+
+def test_expired_fields_are_hidden_but_counted_until_active_expiry(r, proto, r2, no_active_expiry):
+    r.call("HSET", "h", "a", "1", "b", "2", "c", "3")
+    expire_fields_now(r, "h", "a", "b")
+    assert r.call("HLEN", "h") == (":", 3)
+    assert r.call("EXISTS", "h") == (":", 1)
+    assert r.call("OBJECT", "ENCODING", "h") == ("$", b"hashtable")
+    assert r.call("HGETALL", "h") == as_map(proto, ("c", "3"))
+    assert r.call("HKEYS", "h") == bulks("c")
+    assert r.call("HVALS", "h") == bulks("3")
+    assert r.call("HSCAN", "h", "0") == ("*", [("$", b"0"), bulks("c", "3")])
+    assert r.call("HSCAN", "h", "0", "NOVALUES") == ("*", [("$", b"0"), bulks("c")])
+    assert r.call("HRANDFIELD", "h") == ("$", b"c")
+    assert r.call("HRANDFIELD", "h", "5") == bulks("c")
+    assert r.call("HRANDFIELD", "h", "-3") == bulks("c", "c", "c")
+    pair = [("$", b"c"), ("$", b"3")]
+    assert r.call("HRANDFIELD", "h", "-2", "WITHVALUES") == (
+        ("*", pair * 2) if proto == 2 else ("*", [("*", pair)] * 2))
+    assert r.call("HGET", "h", "a") == null(proto)
+    assert r.call("HMGET", "h", "a", "c") == ("*", [null(proto), ("$", b"3")])
+    assert r.call("HEXISTS", "h", "a") == (":", 0)
+    assert r.call("HSTRLEN", "h", "a") == (":", 0)
+    assert r.call("HTTL", "h", "FIELDS", "2", "a", "c") == ints(-2, -1)
+    assert r.call("HPEXPIRETIME", "h", "FIELDS", "1", "b") == ints(-2)
+    # the writes that do not set it leave it as it is
+    assert r.call("HPERSIST", "h", "FIELDS", "1", "a") == ints(-2)
+    assert r.call("HEXPIRE", "h", "100", "FIELDS", "1", "a") == ints(-2)
+    assert r.call("HEXPIRE", "h", "0", "FIELDS", "1", "a") == ints(-2)
+    assert r.call("HDEL", "h", "a") == (":", 0)
+    assert r.call("HGETDEL", "h", "FIELDS", "1", "a") == ("*", [null(proto)])
+    assert r.call("HGETEX", "h", "EX", "100", "FIELDS", "1", "a") == ("*", [null(proto)])
+    assert r.call("HGETEX", "h", "PERSIST", "FIELDS", "1", "a") == ("*", [null(proto)])
+    assert r.call("HGETEX", "h", "PX", "0", "FIELDS", "1", "b") == ("*", [null(proto)])
+    assert r.call("HSETEX", "h", "FXX", "FIELDS", "1", "a", "x") == (":", 0)
+    assert r.call("HLEN", "h") == (":", 3)
+    assert "keys_with_volatile_items=1" in r2.call("INFO", "keyspace")[1].decode()
+    r2.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+    wait_for(lambda: r.call("HLEN", "h") == (":", 1))
+    assert r.call("HGETALL", "h") == as_map(proto, ("c", "3"))
+    assert "keys_with_volatile_items=0" in r2.call("INFO", "keyspace")[1].decode()
+
+
+def test_a_hash_of_expired_fields_stays_until_active_expiry(r, proto, r2, no_active_expiry):
+    r.call("HSET", "h", "a", "1", "b", "2")
+    expire_fields_now(r, "h", "a", "b")
+    assert r.call("EXISTS", "h") == (":", 1)
+    assert r.call("TYPE", "h") == ("+", b"hash")
+    assert r.call("HLEN", "h") == (":", 2)
+    assert r.call("HGETALL", "h") == as_map(proto)
+    assert r.call("HRANDFIELD", "h") == null(proto)
+    assert r.call("HRANDFIELD", "h", "3") == ("*", [])
+    assert r.call("HRANDFIELD", "h", "-3", "WITHVALUES") == ("*", [])
+    assert r.call("HSCAN", "h", "0") == ("*", [("$", b"0"), ("*", [])])
+    assert r.call("HDEL", "h", "a", "b") == (":", 0)
+    assert r.call("EXISTS", "h") == (":", 1)
+    # a new field joins the same hash: still a hashtable, the expired ones still counted
+    assert r.call("HSET", "h", "z", "1") == (":", 1)
+    assert r.call("OBJECT", "ENCODING", "h") == ("$", b"hashtable")
+    assert r.call("HLEN", "h") == (":", 3)
+    r.call("HDEL", "h", "z")
+    r2.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+    wait_for(lambda: r.call("EXISTS", "h") == (":", 0))
+
+
+@pytest.mark.parametrize("call, events, reply", [
+    (("HSET", "h", "a", "x", "b", "y"), ["hexpired", "hset"], (":", 2)),
+    (("HMSET", "h", "a", "x"), ["hexpired", "hset"], ("+", b"OK")),
+    (("HSETNX", "h", "a", "x"), ["hexpired", "hset"], (":", 1)),
+    (("HINCRBY", "h", "a", "5"), ["hexpired", "hincrby"], (":", 5)),
+    (("HINCRBYFLOAT", "h", "a", "1.5"), ["hexpired", "hincrbyfloat"], ("$", b"1.5")),
+    (("HSETEX", "h", "KEEPTTL", "FIELDS", "1", "a", "x"), ["hexpired", "hset"], (":", 1)),
+    (("HSETEX", "h", "FNX", "EX", "100", "FIELDS", "1", "a", "x"), ["hexpired", "hset", "hexpire"], (":", 1)),
+])
+def test_writing_an_expired_field_expires_it_first(r2, keyevents, no_active_expiry, call, events, reply):
+    """The write deletes it as an expiry (counted, announced) and sets a new field: no
+    deadline kept, the hash never deleted even when that was its only field."""
+    r2.call("HSET", "h", "a", "1", "b", "2", "c", "3")
+    expire_fields_now(r2, "h", "a", "b")
+    expired = 2 if call[0] == "HSET" else 1
+    keyevents()
+    before = expired_fields(r2)
+    assert r2.call(*call) == reply
+    assert keyevents() == [(name, "h") for name in events]
+    assert expired_fields(r2) - before == expired
+    assert r2.call("HLEN", "h") == (":", 3)
+    assert r2.call("HTTL", "h", "FIELDS", "1", "a") == ints(100 if "hexpire" in events else -1)
+    r2.call("DEL", "h")
+    r2.call("HSET", "h", "a", "1")
+    expire_fields_now(r2, "h", "a")
+    keyevents()
+    assert r2.call(*call) == reply
+    assert keyevents() == [(name, "h") for name in events]  # no del, no new
+    assert r2.call("OBJECT", "ENCODING", "h") == ("$", b"hashtable")
+
+
+def test_copy_takes_the_live_fields_only(r, proto, no_active_expiry):
+    r.call("HSET", "h", "a", "1", "b", "2", "c", "3")
+    r.call("HEXPIRE", "h", "100", "FIELDS", "1", "c")
+    expire_fields_now(r, "h", "a")
+    assert r.call("COPY", "h", "h2") == (":", 1)
+    assert r.call("HLEN", "h2") == (":", 2)
+    assert r.call("HTTL", "h2", "FIELDS", "3", "a", "b", "c") == ints(-2, -1, 100)
+    assert r.call("RENAME", "h", "h3") == ("+", b"OK")
+    assert r.call("HLEN", "h3") == (":", 3)  # RENAME keeps the hash as it is
+
+
+@pytest.fixture
+def replica_pair(private_target):
+    primary = private_target("--repl-diskless-sync-delay", "0")
+    replica = private_target()
+    p, s = primary.raw(2), replica.raw(2)
+    s.call("REPLICAOF", primary.host, str(primary.port))
+    wait_for(lambda: b"master_link_status:up" in s.call("INFO", "replication")[1])
+    yield p, s
+    s.call("REPLICAOF", "NO", "ONE")
+    p.close()
+    s.close()
+
+
+def test_a_replica_hides_expired_fields_until_the_primary_deletes_them(replica_pair):
+    primary, replica = replica_pair
+    primary.call("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    primary.call("HSET", "h", "a", "1", "b", "2")
+    expire_fields_now(primary, "h", "a")
+    assert primary.call("WAIT", "1", "5000") == (":", 1)
+    assert replica.call("HLEN", "h") == (":", 2)
+    assert replica.call("HGETALL", "h") == as_map(2, ("b", "2"))
+    assert replica.call("HTTL", "h", "FIELDS", "1", "a") == ints(-2)
+    primary.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")  # the primary's HDEL reaches it
+    wait_for(lambda: replica.call("HLEN", "h") == (":", 1))
+
+
 # --- fakekey's clock: field expiry to the millisecond ----------------------------------------
 
 
