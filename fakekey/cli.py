@@ -53,6 +53,7 @@ from fakekey.memory.collector import EVERY_S, collect_if_cheap, own_the_collecto
 from fakekey.net.cluster import Cluster
 from fakekey.net.registry import load_all
 from fakekey.net.server import Server, _url_host, new_event_loop
+from fakekey.net.sockets import UnixSocketFailure
 from fakekey.persistence.snapshot import LoadError
 from fakekey.resp.splitargs import split_args
 
@@ -282,9 +283,9 @@ def check_logfile(logfile: str) -> None:
         raise ConfigError(f"Can't open the log file: {err.strerror}") from None
 
 
-def build_server(directives: list[Directive]) -> Server:
-    """The server the directives describe (the last port directive wins)."""
-    port = 6379
+def build_server(directives: list[Directive], port: int | None = 6379) -> Server:
+    """The server the directives describe (the last port directive wins; `port` when
+    none: None is a free port, which `--port 0` is too unless a Unix socket is set)."""
     settings: list[tuple[str, list[str]]] = []
     for name, words in directives:
         if name == "port" and len(words) == 1 and words[0].isdigit():
@@ -403,7 +404,10 @@ def announce_ready(server: Server, launch: Launch) -> None:
             log.warning("Failed to write the port file %s: %s", launch.port_file, err.strerror)
             raise PortFileError from err
         launch.written.append(launch.port_file)
-    log.info("Ready to accept connections tcp")
+    if server.tcp_wanted:
+        log.info("Ready to accept connections tcp")
+    if server.unix_socket_path:
+        log.info("Ready to accept connections unix")
     line = ready_line(server)
     if launch.ready_fd is not None:
         os.write(launch.ready_fd, line.encode())
@@ -549,6 +553,8 @@ def run(server: Server, launch: Launch) -> int:
     except OSError:  # the listening socket's own warning is logged already
         log.warning("Failed listening on port %d (tcp), aborting.", server.port)
         return 1
+    except UnixSocketFailure:  # "Failed opening Unix socket: ..." is logged already
+        return 1
     except KeyboardInterrupt:
         pass
     finally:
@@ -655,8 +661,8 @@ def run_with_server(argv: Sequence[str]) -> int:
         print(RUN_USAGE, file=sys.stderr)
         return 2
     try:
-        directives = check_directives(read_argv(["--port", "0", *flags]))
-        server = build_server(directives).start()
+        directives = check_directives(read_argv(flags))
+        server = build_server(directives, port=None).start()
     except ConfigError as err:  # the flag's line and why, as fakekey-server reports it
         print(fatal_config_error(err), file=sys.stderr)
         return 1
@@ -682,6 +688,8 @@ def _server_environment(server: Server) -> dict[str, str]:
     auth = f":{quote_url(password)}@" if password else ""
     host = f"[{server.host}]" if ":" in server.host else server.host
     url = f"redis://{auth}{host}:{server.port}"
+    if server.url.startswith("unix://"):  # --port 0 with --unixsocket: the socket only
+        url = server.url + (f"?password={quote_url(password)}" if password else "")
     return {**os.environ, "REDIS_URL": url, "VALKEY_URL": url, "REDIS_HOST": server.host,
             "REDIS_PORT": str(server.port)}
 

@@ -88,8 +88,21 @@ def info_server(state: ServerState) -> InfoLines:
         f"config_file:{getattr(state.config, 'config_file', '')}",
         "io_threads_active:0",
         "availability_zone:",
-        f"listener0:name=tcp,bind={state.config['bind']},port={state.tcp_port}",
+        *listener_lines(state),
     ]
+
+
+def listener_lines(state: ServerState) -> InfoLines:
+    """Valkey's listeners by connection type: TCP is listener0 (a `bind=` per address), the
+    Unix socket listener1 (a server on its Unix socket only, port 0, shows listener1 alone)."""
+    config = state.config
+    lines = []
+    if state.tcp_port or not config["unixsocket"]:
+        binds = "".join(f",bind={address}" for address in config["bind"].split())
+        lines.append(f"listener0:name=tcp{binds},port={state.tcp_port}")
+    if config["unixsocket"]:
+        lines.append(f"listener1:name=unix,bind={config['unixsocket']}")
+    return lines
 
 
 def info_tls(state: ServerState) -> InfoLines:

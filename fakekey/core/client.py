@@ -86,6 +86,7 @@ class Client:
         self.rdb_only = False  # REPLCONF rdb-only
         self.capa = ""
         self.import_source = False
+        self.unix_socket = False  # a client of the Unix socket (flag U; net/unix_listener.py)
         # DEBUG PROTECT-CLIENT: a close asked of it waits (Valkey frees a protected client
         # only once unprotected, which DEBUG never does): it stays in CLIENT LIST
         self.protected = False
@@ -140,6 +141,8 @@ class Client:
             out += "d"
         if self.close_after_reply:
             out += "c"
+        if self.unix_socket:
+            out += "U"
         if self.cluster_readonly:
             out += "r"
         if self.no_evict:

@@ -128,7 +128,12 @@ _NEEDS_ESCAPE = re.compile(rb"[^\x20\x21\x23-\x5b\x5d-\x7e]")  # all but printab
 def monitor_line(state: ServerState, client: Client, argv: list[bytes]) -> bytes:
     """`+<seconds>.<micros> [<db> <addr>] "arg" ...` with the hidden arguments replaced."""
     now_us = state.clock.now_us()
-    origin = b"lua" if client.connection is None and client.id <= 2 else client.addr.encode()
+    if client.connection is None and client.id <= 2:
+        origin = b"lua"
+    elif client.unix_socket:  # Valkey names the socket, not the client's "[PATH:0]:0"
+        origin = b"unix:" + state.config["unixsocket"].encode()
+    else:
+        origin = client.addr.encode()
     hidden = redacted_positions(argv)
     args = [b'"(redacted)"' if i in hidden else quote(arg) for i, arg in enumerate(argv)]
     return b"+%d.%06d [%d %s] %s\r\n" % (now_us // 1_000_000, now_us % 1_000_000, client.db.index,

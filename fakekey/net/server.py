@@ -48,8 +48,9 @@ from fakekey.net.loop_thread import gone_from, neighbour, serving_on, shared_loo
 from fakekey.net.loop_thread import new_event_loop as new_event_loop  # the CLI's and Cluster's
 from fakekey.net.registry import server_commands
 from fakekey.net.replica_link import start_link, stop_link
-from fakekey.net.sockets import listen_on
+from fakekey.net.sockets import UnixSocketFailure, listen_on
 from fakekey.net.starting import BackgroundStart, Latch
+from fakekey.net.unix_listener import UnixListener, unix_client
 from fakekey.persistence.manager import Persistence
 from fakekey.resp.encoder import BULK_HEADS
 from fakekey.resp.parser import ProtocolError
@@ -137,7 +138,10 @@ class Connection(asyncio.Protocol):
         state = self.state
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")
-        client = Client(state, self, _addr(peer), _addr(sock))
+        if isinstance(sock, str):  # the Unix socket's (a TCP address is a tuple)
+            client = unix_client(state, self)
+        else:
+            client = Client(state, self, _addr(peer), _addr(sock))
         self.client = client
         if len(state.clients) >= state.config["maxclients"]:
             state.stats["rejected_connections"] += 1
@@ -825,7 +829,7 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
     def __init__(
         self,
         host: str = "127.0.0.1",
-        port: int = 0,
+        port: int | None = None,
         config: dict[str, str] | list[tuple[str, Any]] | None = None,
         **settings: Any,
     ) -> None:
@@ -836,11 +840,15 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         else:  # the bind directive names the addresses; the URL uses the first
             bind = dict(directives)["bind"]
             host = _url_host(bind if isinstance(bind, str) else " ".join(bind))
-        directives.append(("port", str(port)))
+        directives.append(("port", str(port or 0)))
         self.host = host
         self.state = new_state(_config_of(directives, settings))
-        self._requested_port = port
-        self.port = port
+        self._requested_port = port or 0  # 0: a free one
+        self.port = port or 0
+        # port 0 given with a Unix socket: that socket only, no TCP, as Valkey (no port
+        # given, or 0 without a socket: a free port, fakekey's own meaning of 0)
+        self.tcp_wanted = port != 0 or not self.state.config["unixsocket"]
+        self.unix_listener = UnixListener()  # the clients' Unix socket (net/unix_listener.py)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.loop_thread: threading.Thread | None = None
         self.listeners = Listeners(self.state)
@@ -870,8 +878,16 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
 
     @property
     def url(self) -> str:
+        """redis://HOST:PORT, or unix://PATH for a server on its Unix socket only."""
+        if not self.port and self.unix_socket_path:
+            return f"unix://{self.unix_socket_path}"
         host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 address, bracketed
         return f"redis://{host}:{self.port}"
+
+    @property
+    def unix_socket_path(self) -> str | None:
+        """The `unixsocket` the server listens on (redis-py's `unix_socket_path=`), or None."""
+        return self.state.config["unixsocket"] or None
 
     # --- the clock, from Python -------------------------------------------------------
 
@@ -947,14 +963,17 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
             state.persistence = Persistence(state)
             state.persistence.load()
             rearm_after_load(state)  # queue timers whose settings the data holds (EMQ 7.4)
-        sockets = self._prebound if self._prebound is not None else self.listeners.bind(config["bind"], self._requested_port)
+        sockets = self._prebound if self._prebound is not None else self._bind_tcp()
         self._prebound = None
+        if config["unixsocket"]:
+            self._open_unix_socket()
         bus_sockets: list[socket.socket] = []
         if config["cluster-enabled"] and self.cluster_bus_wanted and state.cluster is None:
             sockets, bus_sockets = self._bind_cluster_bus(sockets)
         for start in self.listeners.serve(self._loop, sockets):
             await start
-        self._listening_on(self.listeners.port() or self._requested_port)
+        await self.unix_listener.serve(self._loop, lambda: Connection(state))
+        self._listening_on(self.listeners.port() or self._requested_port if self.tcp_wanted else 0)
         if config["cluster-enabled"] and state.cluster is None:
             # a lone node knows no address of its own until a MEET tells it (Valkey's too)
             enable_cluster(state, "", self.port)
@@ -964,7 +983,8 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         config.appliers["bind"] = self._apply_bind
         state.connect_upstream = partial(start_link, state)  # REPLICAOF host port
         # MIGRATE to a server on this same loop goes to its state, not through a socket
-        serving_on(self._loop, self.port, state)
+        if self.port:  # (a server on its Unix socket only has no port to be reached at)
+            serving_on(self._loop, self.port, state)
         state.local_peer = partial(neighbour, self._loop, self.host)
         if config["replicaof"]:  # a replica from the start (net/replica_link.py)
             host, port = config["replicaof"].rsplit(" ", 1)
@@ -974,6 +994,23 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         self._persistence_beat = beat_of(self._loop, PERSISTENCE_CRON_EVERY)
         self._persistence_beat.join(self._persistence_cron)
         return self
+
+    def _bind_tcp(self) -> list[socket.socket]:
+        """The TCP listeners' sockets (none for a server on its Unix socket only)."""
+        if not self.tcp_wanted:
+            return []
+        return self.listeners.bind(self.state.config["bind"], self._requested_port)
+
+    def _open_unix_socket(self) -> None:
+        """Listen on `unixsocket` too; when it cannot, the start fails (UnixSocketFailure,
+        logged) and the TCP sockets bound for it are closed."""
+        config = self.state.config
+        try:
+            self.unix_listener.open(config["unixsocket"], config["unixsocketperm"], config["unixsocketgroup"],
+                                    config["dir"])
+        except UnixSocketFailure:
+            self.listeners.close_all()
+            raise
 
     # --- CONFIG SET port / bind ---------------------------------------------------------
 
@@ -1117,6 +1154,9 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         if self.state.persistence is not None:
             self.state.persistence.close()  # background saves end, the log is flushed
         servers = self.listeners.close_all()
+        unix_server = self.unix_listener.close()  # its file removed, as Valkey at shutdown
+        if unix_server is not None:
+            servers.append(unix_server)
         for client in list(self.state.clients.values()):
             if client.connection is not None:
                 client.connection.close()
@@ -1173,7 +1213,7 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
         config = self.state.config
         if (self.owns_process or self.state.persistence is not None or config["cluster-enabled"]
                 or config["replicaof"] or config["appendonly"] or config["save"].split()
-                or config["dir"] != "." or startup_refusal(config.directives)):
+                or config["dir"] != "." or config["unixsocket"] or startup_refusal(config.directives)):
             return False
         self._prebound = self.listeners.bind(config["bind"], self._requested_port)
         self._listening_on(self.listeners.port() or self._requested_port)
@@ -1198,6 +1238,7 @@ class Server(DirectAccess):  # srv.set(), srv.snapshot()...: net/direct.py
                 task.cancel()
             self._tasks.clear()
             self.listeners.close_all()
+            self.unix_listener.close()
             raise
         shutdown = self.state.shutdown_requested = asyncio.get_running_loop().create_future()
         shutdown.add_done_callback(self._shutdown_requested)
