@@ -52,7 +52,7 @@ from fakekey.net.sockets import UnixSocketFailure, listen_on
 from fakekey.net.starting import BackgroundStart, Latch
 from fakekey.net.unix_listener import UnixListener, unix_client
 from fakekey.persistence.manager import Persistence
-from fakekey.resp.encoder import BULK_HEADS
+from fakekey.resp.encoder import BULK_HEADS, CRLF, INT_WIRES
 from fakekey.resp.parser import ProtocolError
 from fakekey.resp.replies import NO_REPLY, OK, QUEUED, ReplyError
 
@@ -71,6 +71,7 @@ def _is_blocked(client: Client) -> bool:
 # A connection's requests run for this long at most before the others get their turn
 # (Valkey reads 16 KB a client per event-loop turn); the clock is read every few requests.
 _perf_counter_ns: Final = time.perf_counter_ns
+_get_ident: Final = threading.get_ident  # a constant: compiled code skips two lookups per call
 TURN_NS: Final = 2_000_000
 TURN_CHECK_EVERY: Final = 32  # a power of two: tested with a mask
 BUS_PORT_TRIES = 50  # free ports tried for one whose cluster bus port (+10000) is free too
@@ -186,7 +187,8 @@ class Connection(asyncio.Protocol):
         parser = client.parser
         parser.feed(data)
         buffered = parser.buffered() + (self._queued_bytes(client) if client.multi_queue else 0)
-        if buffered > self.state.config.values["client-query-buffer-limit"]:
+        limit: int = self.state.config.values["client-query-buffer-limit"]  # typed: a native compare
+        if buffered > limit:
             # Valkey frees the client at once, without a reply (even while it is blocked)
             self.state.stats["client_query_buffer_limit_disconnections"] += 1
             self.close()
@@ -241,8 +243,9 @@ class Connection(asyncio.Protocol):
             # the request before may have changed the parse limits (AUTH, CONFIG SET)
             if limits_auth is not client.authenticated or limits_epoch != config.epoch:
                 limits_auth, limits_epoch = client.authenticated, config.epoch
-                parser.authenticated = client.authenticated or not config["requirepass"]
-                parser.max_bulk = config["proto-max-bulk-len"]
+                values = config.values  # by their own names: no alias to look for
+                parser.authenticated = client.authenticated or not values["requirepass"]
+                parser.max_bulk = values["proto-max-bulk-len"]
                 self.request_mark = client.net_in - parser.buffered() + state.large_request_at
             try:
                 argv = parser.next_request()  # a direct call in compiled code (a bound method's is not)
@@ -262,20 +265,24 @@ class Connection(asyncio.Protocol):
                 self._log_large_request(client, argv, reply)
             if client.reply_mode == "on":
                 if type(reply) is bytes:  # a bulk string, the commonest reply: no dispatch
-                    size = len(reply)  # framed with a ready-made header when short
-                    out.append(BULK_HEADS[size] + reply + b"\r\n" if size < 1024
-                               else b"$%d\r\n%s\r\n" % (size, reply))
-                    pending += len(reply)
-                    if len(reply) > state.large_reply_at:
-                        self._log_large_reply(client, argv, len(out[-1]))
-                    if len(reply) >= COPY_AVOID_MIN:
+                    size = len(reply)
+                    if size < 1024:  # a ready-made header, the string and CRLF: joined once, at the end
+                        out.append(BULK_HEADS[size])
+                        out.append(reply)
+                        out.append(CRLF)
+                    else:  # one piece: _note_references marks it whole
+                        out.append(b"$%d\r\n%s\r\n" % (size, reply))
+                    pending += size
+                    if size > state.large_reply_at:
+                        self._log_large_reply(client, argv, bulk_wire(size))
+                    if size >= COPY_AVOID_MIN:
                         self._note_references(client, out, reply)
                 elif reply is not _NO_REPLY:
                     # +OK and integers read the same in RESP2 and RESP3: framed here
                     if reply is _OK:
                         data = OK_WIRE
                     elif type(reply) is int:
-                        data = b":%d\r\n" % reply
+                        data = INT_WIRES[reply] if 0 <= reply < 1024 else b":%d\r\n" % reply
                     else:
                         data = client.encoder.encode(reply)
                     out.append(data)
@@ -560,8 +567,12 @@ class Connection(asyncio.Protocol):
                 self.check_output()
 
     def _schedule_uncork(self) -> None:
-        queue = self.state.uncork_queue
-        loop = self.state.running_loop()
+        state = self.state
+        queue = state.uncork_queue
+        if queue and _get_ident() == state.loop_ident:  # on the loop, whose flush is due already
+            queue.append(self)
+            return
+        loop = state.running_loop()
         if loop is None:  # no running loop here (a server driven by hand, in tests)
             self.loop.call_soon_threadsafe(self.uncork)
             return

@@ -25,12 +25,13 @@ from fakekey.resp.replies import (
 )
 
 CRLF: Final = b"\r\n"
-_SMALL_INTS: Final = {i: b":%d\r\n" % i for i in range(-1, 1024)}
-# ready-made `$N\r\n` (and `N\r\n` for aggregate counts): a table lookup costs a fraction
-# of formatting the number, and bulk strings are most of every array reply
+# ready-made `$N\r\n` (and `N\r\n` for aggregate counts, `:N\r\n` for integer replies): a
+# table lookup costs a fraction of formatting the number, and bulk strings are most of
+# every array reply
 _TABLE_SIZE: Final = 1024
 BULK_HEADS: Final = tuple([b"$%d\r\n" % n for n in range(_TABLE_SIZE)])
 _COUNTS: Final = tuple([b"%d\r\n" % n for n in range(_TABLE_SIZE)])
+INT_WIRES: Final = tuple([b":%d\r\n" % n for n in range(_TABLE_SIZE)])
 
 
 # Valkey's d2string prints an integral double with |d| <= LLONG_MAX/2 (2**62 as a double)
@@ -101,7 +102,7 @@ def _error(v: ReplyError) -> bytes:
 
 
 def _int(v: int) -> bytes:
-    return _SMALL_INTS.get(v) or b":%d\r\n" % v
+    return INT_WIRES[v] if 0 <= v < _TABLE_SIZE else b":%d\r\n" % v
 
 
 def _raw(v: bytes) -> bytes:
@@ -221,4 +222,4 @@ RESP2 = Encoder(2)
 RESP3 = Encoder(3)
 ENCODERS = {2: RESP2, 3: RESP3}
 
-__all__ = ["BULK_HEADS", "Encoder", "RESP2", "RESP3", "ENCODERS", "format_double", "NULL_ARRAY"]
+__all__ = ["BULK_HEADS", "CRLF", "INT_WIRES", "Encoder", "RESP2", "RESP3", "ENCODERS", "format_double", "NULL_ARRAY"]

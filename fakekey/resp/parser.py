@@ -15,12 +15,16 @@ re-joining the buffer on every read.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from fakekey.resp.splitargs import split_args
 
+if TYPE_CHECKING:
+    from mypy_extensions import i64
+
 INLINE_MAX: Final = 64 * 1024  # PROTO_INLINE_MAX_SIZE: longest line without its terminator
 INT_MAX: Final = 2**31 - 1
+I64_SAFE: Final = 2**62  # below it, a size read as an int converts to an i64 (compiled)
 UNAUTH_MAX_ARGS: Final = 10
 UNAUTH_MAX_BULK: Final = 16384
 
@@ -99,6 +103,11 @@ class RequestParser:
         self.held: list[bytes] | None = None  # a request put back, taken again first
 
     def feed(self, data: bytes) -> None:
+        if self.pos >= len(self.buf) and not self.remaining and not self.tail:
+            # nothing pending, the usual read: the bytes are the buffer, nothing to join
+            self.buf = data
+            self.pos = 0
+            return
         self.tail.append(data)
         self.tail_len += len(data)
         if self.line_byte and self.line_byte in data:
@@ -116,6 +125,20 @@ class RequestParser:
     def next_request(self) -> list[bytes] | None:
         """The next complete request, or None when more bytes are needed. Raises
         ProtocolError on malformed input; the parser is unusable afterwards."""
+        buf = self.buf
+        pos: i64 = self.pos
+        if pos < len(buf) and buf[pos] == _STAR and not self.remaining and self.held is None:
+            # the hot path, the next request of a pipelined read: whole and plain at the
+            # head of the buffer (else the general path below joins, waits or fails)
+            argv = self._complete_multibulk(buf, pos)
+            if argv is not None:
+                if self.pos >= len(buf):
+                    self.buf = b""  # all consumed: don't hold on to a large buffer
+                    self.pos = 0
+                return argv
+        return self._next_request()
+
+    def _next_request(self) -> list[bytes] | None:
         held = self.held
         if held is not None:
             self.held = None
@@ -140,7 +163,7 @@ class RequestParser:
             elif self.pos >= len(self.buf):
                 return None
             elif self.buf[self.pos] == _STAR:
-                argv = self._complete_multibulk()
+                argv = self._complete_multibulk(self.buf, self.pos)
                 if argv is None:  # incomplete or malformed: the exact, incremental path
                     if not self._multibulk_count():
                         return None
@@ -195,15 +218,16 @@ class RequestParser:
 
     # --- multibulk ---------------------------------------------------------------------------
 
-    def _complete_multibulk(self) -> list[bytes] | None:
+    def _complete_multibulk(self, buf: bytes, pos: i64) -> list[bytes] | None:
         """The fast path for the common case, a whole request in the plain layout
         (`*<count>` then `$<len>` and the bytes per argument, every line ending in CRLF,
         numbers in string2ll's digits, within the limits) at the head of the buffer: read
         in one pass over its header bytes, or None (nothing consumed) to leave anything
-        else to the incremental path, which answers Valkey's errors."""
-        buf = self.buf
-        end = len(buf)
-        i = self.pos + 1
+        else to the incremental path, which answers Valkey's errors. Native integers
+        (i64) when compiled: no boxing, no overflow checks on the indexes."""
+        end: i64 = len(buf)
+        i: i64 = pos + 1
+        count: i64
         # a one- or two-digit number, the commonest (`*3`, `$3`, `$16`), is read inline: no
         # loop, no call (string2ll's form: digits only, no leading zero)
         if i + 2 < end and buf[i + 1] == _CR and buf[i + 2] == _LF:
@@ -212,8 +236,8 @@ class RequestParser:
                 return None
             i += 3
         elif i + 3 < end and buf[i + 2] == _CR and buf[i + 3] == _LF:
-            high = buf[i] - 49  # 1..9: no leading zero
-            low = buf[i + 1] - 48
+            high: i64 = buf[i] - 49  # 1..9: no leading zero
+            low: i64 = buf[i + 1] - 48
             if high < 0 or high > 8 or low < 0 or low > 9:
                 return None
             count = high * 10 + 10 + low
@@ -222,29 +246,36 @@ class RequestParser:
             count, i = _header_number(buf, i, end, 10)
         if count < 1 or count > INT_MAX or (count > UNAUTH_MAX_ARGS and not self.authenticated):
             return None
-        max_bulk = self.max_bulk if self.authenticated else min(self.max_bulk, UNAUTH_MAX_BULK)
+        max_bulk: i64 = self.max_bulk if self.authenticated else min(self.max_bulk, UNAUTH_MAX_BULK)
         argv: list[bytes] = []
-        for _ in range(count):
-            if i >= end or buf[i] != _DOLLAR:
-                return None
-            if i + 3 < end and buf[i + 2] == _CR and buf[i + 3] == _LF:
+        size: i64
+        stop: i64
+        while count > 0:
+            count -= 1
+            if i + 3 >= end or buf[i] != _DOLLAR:
+                return None  # not a bulk header, or not all here
+            if buf[i + 2] == _CR and buf[i + 3] == _LF:
                 size = buf[i + 1] - 48
                 if size < 0 or size > 9:
                     return None
                 i += 4
             elif i + 4 < end and buf[i + 3] == _CR and buf[i + 4] == _LF:
-                high = buf[i + 1] - 49  # 1..9: no leading zero
-                low = buf[i + 2] - 48
-                if high < 0 or high > 8 or low < 0 or low > 9:
+                size = buf[i + 1] - 49  # 1..9: no leading zero
+                low2: i64 = buf[i + 2] - 48
+                if size < 0 or size > 8 or low2 < 0 or low2 > 9:
                     return None
-                size = high * 10 + 10 + low
+                size = size * 10 + 10 + low2
                 i += 5
             else:
-                size, i = _header_number(buf, i + 1, end, 19)
-            if size < 0 or size > max_bulk:
+                long_size, i = _header_number(buf, i + 1, end, 19)
+                if long_size < 0 or long_size > I64_SAFE:  # 19 digits may not fit an i64
+                    return None
+                size = long_size
+            # a size past what is buffered is not all here (and `i + size` cannot overflow)
+            if size > max_bulk or size > end - i - 2:
                 return None
             stop = i + size
-            if stop + 2 > end or buf[stop] != _CR or buf[stop + 1] != _LF:
+            if buf[stop] != _CR or buf[stop + 1] != _LF:
                 return None
             argv.append(buf[i:stop])
             i = stop + 2

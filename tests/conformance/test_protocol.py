@@ -137,6 +137,24 @@ def test_pipelined_requests_are_answered_in_order(target):
         assert c.read() == ("$", b"500")
 
 
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_pipelined_replies_on_either_side_of_the_ready_made_framings(target, protocol):
+    """Bulk strings around 1024 bytes and integers around 0 and 1024, answered in one
+    read: the same bytes whether a reply's framing comes from a table or is formatted."""
+    values = [b"", b"x" * 1023, b"y" * 1024, b"z" * 20000]
+    requests = [("SET", f"edge:{i}", v) for i, v in enumerate(values)]
+    requests += [("GET", f"edge:{i}") for i in range(len(values))]
+    requests += [("SET", "edge:n", "-2"), ("INCR", "edge:n"), ("INCR", "edge:n"),
+                 ("INCRBY", "edge:n", "1023"), ("INCR", "edge:n"), ("DECRBY", "edge:n", "2048")]
+    expected = b"+OK\r\n" * len(values) + b"".join(b"$%d\r\n%s\r\n" % (len(v), v) for v in values)
+    expected += b"+OK\r\n:-1\r\n:0\r\n:1023\r\n:1024\r\n:-1024\r\n"
+    with target.raw() as c:
+        c.call("HELLO", protocol)
+        c.send_raw(b"".join(encode_command(*request) for request in requests))
+        assert c.buf + read_exactly(c.sock, len(expected) - len(c.buf)) == expected
+        c.call("DEL", "edge:n", *[f"edge:{i}" for i in range(len(values))])
+
+
 @pytest.mark.parametrize("requests", [
     b"PING\r\n",
     encode_command("PING"),
