@@ -254,6 +254,8 @@ def _content_digest(digest: int, kind: str, value: Any, now: int) -> int:
 
 def object_digest(digest: int, value: Any, has_expire: bool, now: int) -> int:
     """xorObjectDigest: fold one value (type code, content, TTL marker) into `digest`."""
+    if type(value) is int:  # a counter INCR left (fakekey/core/keyspace.py): its bytes
+        value = b"%d" % value
     kind = _type_name(value)
     code = TYPE_CODES.get(kind)
     if code is None:  # an emulated module's value: OBJ_MODULE, no digest callback to fold in

@@ -538,11 +538,11 @@ NO_SUCH_KEY = ReplyError("ERR no such key")
 
 
 def found(c: Client, key: bytes) -> Any:
-    """dbFind: the stored value, even logically expired."""
+    """dbFind: the stored value, even logically expired (a counter as its bytes)."""
     value = c.db.data.get(key)
     if value is None:
         raise NO_SUCH_KEY
-    return value
+    return c.db.counter_bytes(key, value) if type(value) is int else value
 
 
 def looked_up(c: Client, key: bytes) -> Any:

@@ -37,8 +37,12 @@ INT_RANGE = ReplyError("ERR value is out of range, value must between -214748364
 
 
 def peek(db: Database, key: bytes) -> Any:
-    """The live value without counting an access (Valkey's LOOKUP_NOTOUCH reads)."""
-    return db.data[key] if db.exists(key) else None
+    """The live value without counting an access (Valkey's LOOKUP_NOTOUCH reads); a
+    counter as its bytes."""
+    if not db.exists(key):
+        return None
+    value = db.data[key]
+    return db.counter_bytes(key, value) if type(value) is int else value
 
 
 def notify(db: Database, event: str, key: bytes) -> None:

@@ -1,8 +1,9 @@
 """String commands: GET/SET and their variants, counters, ranges and LCS.
 
-A string value is `bytes` when written whole (SET, INCR, ...) and a `bytearray` once
+A string value is `bytes` when written whole (SET, GETSET, ...), a `bytearray` once
 changed in place (APPEND, SETRANGE, and the bit commands), which is what OBJECT ENCODING
-reports as "raw".
+reports as "raw", and an `int` where INCR and its family left a counter (readers see its
+bytes: fakekey/core/keyspace.py).
 """
 
 from __future__ import annotations
@@ -403,16 +404,29 @@ def msetex(c: Client, argv: list[bytes]) -> Any:
 _INLINE_INT: Final = 2**62 - 1  # past it a compiled int is boxed: its comparisons cost more
 
 
-def _incr_by(c: Client, key: bytes, delta: int) -> int:
+def _incr_by(c: Client, key: bytes, delta: int) -> Any:
+    """The result is stored as an int (Valkey's "int" encoding): the next INCR of the key
+    neither parses nor formats it, and readers see its bytes (core/keyspace.py)."""
     db = c.db
-    value = db.lookup_string(key)
-    current = 0 if value is None else parse_int(value)
+    value = db.lookup_counter(key)
+    if type(value) is int:
+        current: int = value
+    elif value is None:
+        current = 0
+    elif type(value) is bytes or type(value) is bytearray:
+        current = parse_int(value)
+    else:
+        raise WRONGTYPE
     result = current + delta
     # the 64-bit bounds are boxed constants in compiled code: compared only near them
     if not -_INLINE_INT < result < _INLINE_INT and not LLONG_MIN <= result <= LLONG_MAX:
         raise OVERFLOW
-    db.set_value(key, b"%d" % result, keep_ttl=True, event="incrby", klass="$")
-    return result
+    stored: Any = result  # boxed once, in compiled code: the slot, funnel and reply share it
+    if value is None:
+        db.set_value(key, stored, keep_ttl=True, event="incrby", klass="$")
+    else:
+        db.set_counter(key, stored)
+    return stored
 
 
 @command("incr", 2, "write denyoom fast", keys=keys_range(1, flags="RW access update"),

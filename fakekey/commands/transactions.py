@@ -51,11 +51,13 @@ def exec_(c: Client, argv: list[bytes]) -> Any:
         return NULL_ARRAY
     queue = c.multi_queue
     end_transaction(c)
-    reply = run_queued(c, queue, 0, [])
+    wire: list[bytes] = []
+    reply = run_queued(c, queue, 0, wire)
     if reply is not NO_REPLY and len(queue) > FREE_LATER_AT:
-        # a long queue's requests are freed in slices after the reply, not inside EXEC
-        # (a million of them take 0.1 s to free); a BUSY script's resume still needs it
-        c.state.reclaimer.hand(queue, 0)
+        # a long queue's requests, and its replies' pieces, are freed in slices after the
+        # reply, not inside EXEC (a million of them take 0.1 s to free); a BUSY script's
+        # resume still needs them
+        c.state.reclaimer.hand(queue, 0, wire)
     return reply
 
 

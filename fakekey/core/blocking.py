@@ -217,7 +217,7 @@ class Blocking:
 
     @staticmethod
     def _type_of(value: Any) -> str:
-        return "string" if isinstance(value, bytes | bytearray) else value.TYPE_NAME
+        return "string" if isinstance(value, bytes | bytearray | int) else value.TYPE_NAME
 
     def _rerun(self, waiter: Waiter) -> None:
         """Wake a waiter: re-run its command; answer it unless it blocked again."""

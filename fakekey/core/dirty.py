@@ -31,7 +31,8 @@ def _size(c: Any, key: bytes) -> int:
     value = db.data.get(key)
     if value is None or (db.expires and key in db.expires and db.is_expired(key)):
         return 0
-    return 1 if type(value) is bytes or type(value) is bytearray else len(value)
+    kind = type(value)
+    return 1 if kind is bytes or kind is bytearray or kind is int else len(value)
 
 
 def _size_before(c: Any, argv: list[bytes]) -> int:

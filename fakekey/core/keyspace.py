@@ -1,7 +1,12 @@
 """Databases: keys, lazy and active expiry, and the one funnel every write goes through.
 
 A string value is `bytes` (or `bytearray` once modified in place, Valkey's "raw"
-encoding); every other type is an object from `fakekey.types` with a `TYPE_NAME`.
+encoding), or an `int` where INCR and its family left a counter (Valkey's "int"
+encoding): the next INCR neither parses nor formats it. Every other reader sees a
+counter's bytes: `lookup` and `peek` turn it into them (`counter_bytes`), and whatever
+reads the table directly (persistence, digests, estimates) turns an int into its bytes
+itself (`string_bytes`).
+Every other type is an object from `fakekey.types` with a `TYPE_NAME`.
 
 The write funnel (`written`, `deleted`, `set_value`) does, for every change to a key:
 bump WATCH state, delete a container left empty, mark the key ready for blocked clients,
@@ -31,9 +36,15 @@ STRING_TYPES: Final = (bytes, bytearray)
 
 
 def type_name(value: Any) -> str:
-    if isinstance(value, STRING_TYPES):
+    if isinstance(value, STRING_TYPES) or type(value) is int:
         return "string"
     return value.TYPE_NAME
+
+
+def string_bytes(value: Any) -> Any:
+    """A stored value as the readers of the table see it: a counter (int) as its bytes,
+    anything else as it is."""
+    return b"%d" % value if type(value) is int else value
 
 
 class Database:
@@ -93,7 +104,36 @@ class Database:
             self._stamp_access(key, state.now)
             if state.lfu_on:  # an LFU policy: the access counts (Valkey's updateLFU)
                 self.lfu_access(key)
+        if type(value) is int:  # a counter: its readers see bytes
+            return self.counter_bytes(key, value)
         return value
+
+    def lookup_counter(self, key: bytes) -> Any:
+        """`lookup` for INCR and its family: a counter comes back as the int it is
+        (`lookup`'s body again: one call less on GET's path)."""
+        value = self.data.get(key)
+        if value is None or (self.expires and key in self.expires and self._expire_if_due(key)):
+            state = self.state
+            if state.counts_lookups:
+                state.keyspace_misses += 1
+            if state.notify_flags:
+                state.notify_miss(self, key)
+            return None
+        state = self.state
+        if state.counts_lookups:
+            state.keyspace_hits += 1
+        if state.touch_keys:
+            self._stamp_access(key, state.now)
+            if state.lfu_on:
+                self.lfu_access(key)
+        return value
+
+    def counter_bytes(self, key: bytes, value: int) -> bytes:
+        """A counter read as a string: stored as its bytes from now on (a change of
+        representation, not a write: Valkey's value is the same string)."""
+        text = b"%d" % value
+        self.data.replace(key, text)
+        return text
 
     def lookup_write(self, key: bytes) -> Any:
         """`lookup` as Valkey's lookupKeyWrite: never counted in keyspace_hits/misses,
@@ -197,6 +237,20 @@ class Database:
             self._stamp_access(key, state.now)
         self.written_value(key, value, event, klass)
 
+    def set_counter(self, key: bytes, value: Any) -> None:
+        """INCR's write to the string it found at `key` (`lookup_counter` just read it
+        in this command): `set_value` with its TTL kept, less what cannot apply to a
+        string replacing a string (no new key, nothing to free, no field TTLs)."""
+        state = self.state
+        self.data.replace(key, value)
+        if state.lfu_on and state.touch_keys and self.lfu_touched != (key, state.commands_processed):
+            self.lfu_access(key)
+        if self.numbers_as_text:
+            self.numbers_as_text.discard(key)
+        if not state.touch_keys:  # else the lookup stamped it, at this same `now`
+            self._stamp_access(key, state.now)
+        self.written_value(key, value, "incrby", "$")
+
     def _stamp_access(self, key: bytes, now: int) -> None:
         """`key` was accessed at `now` (ms). Its entry is written only when it changes:
         INCR's lookup stamps the key it then writes, and a key read or written again
@@ -240,9 +294,10 @@ class Database:
             state.dirty += 1
         if state.journal is not None:  # Valkey's form is being propagated (persistence/propagate.py)
             state.journal.append((self.index, key))
-        # a string is never an empty container: its type alone settles it
-        emptied = (type(value) is not bytes and value is not None
-                   and not isinstance(value, STRING_TYPES) and not value)
+        # a string is never an empty container: its type alone settles it (a counter: 0)
+        kind = type(value)
+        emptied = (kind is not bytes and kind is not int and value is not None
+                   and kind is not bytearray and not value)
         if emptied:
             self._remove(key)  # an emptied container does not exist
         if self.watched:

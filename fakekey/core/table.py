@@ -92,6 +92,10 @@ class Table:
                 self._split()
         return old
 
+    def replace(self, key: bytes, value: Any) -> None:
+        """Store `value` at `key`, which holds one already: one dict store, no count."""
+        self.shard(key)[key] = value
+
     def __delitem__(self, key: bytes) -> None:
         del self.shard(key)[key]
         self.size -= 1

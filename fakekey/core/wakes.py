@@ -124,8 +124,9 @@ def wake_queue(key: bytes) -> bytes | None:
 
 
 def _size(value: Any) -> int:
-    """The number of elements of a container (0 for none, or for a string)."""
-    if value is None or isinstance(value, bytes | bytearray):
+    """The number of elements of a container (0 for none, or for a string: an int is a
+    counter INCR left)."""
+    if value is None or isinstance(value, bytes | bytearray | int):
         return 0
     return len(value)
 

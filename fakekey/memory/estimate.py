@@ -98,6 +98,8 @@ def stream_size(value: Any) -> int:
 
 def value_size(value: Any, state: ServerState, samples: int) -> int:
     """The value's estimated bytes, `samples` elements sampled in the big encodings."""
+    if type(value) is int:  # a counter INCR left (fakekey/core/keyspace.py): its bytes
+        value = b"%d" % value
     if isinstance(value, bytes | bytearray):
         return string_size(value)
     kind = value.TYPE_NAME
@@ -130,6 +132,8 @@ SMALL_STRING = ROBJ + 6  # an object with its key and an embedded string (string
 def quick_value_size(value: Any, state: ServerState) -> int:
     """value_size in O(samples) whatever the value's length, for the write funnel: a big
     list's nodes and a stream's nodes are estimated from a sample instead of walked."""
+    if type(value) is int:  # a counter INCR left (fakekey/core/keyspace.py): its bytes
+        value = b"%d" % value
     if isinstance(value, bytes | bytearray):
         return string_size(value)
     kind = value.TYPE_NAME
@@ -162,6 +166,8 @@ def size_class(size: int) -> int:
 
 def quick_key_size(key: bytes, value: Any, state: ServerState) -> int:
     """What one key costs in the used-memory estimate: its object, value and table entry."""
+    if type(value) is int:  # a counter INCR left (fakekey/core/keyspace.py): its bytes
+        value = b"%d" % value
     if type(value) is bytes and len(value) <= 44:  # the commonest: an embedded string
         return size_class(SMALL_STRING + len(key) + len(value)) + HASHTABLE_ENTRY
     return size_class(ROBJ + len(key) + 3 + quick_value_size(value, state)) + HASHTABLE_ENTRY

@@ -158,6 +158,8 @@ class MemoryTracker:
         if value is None:
             self.used -= table.drop(key)
             return
+        if type(value) is int:  # a counter INCR left (fakekey/core/keyspace.py): its bytes
+            value = b"%d" % value
         if type(value) is bytes and len(value) <= 44:  # the commonest: an embedded string
             size = size_class(SMALL_STRING + len(key) + len(value)) + HASHTABLE_ENTRY
         else:

@@ -156,6 +156,8 @@ def take_apart(stack: list[Any], deadline: int) -> bool:
 
 def keep_if_big(stack: list[Any], item: Any) -> None:
     """Push what would take long to free at once; anything else is freed here."""
+    if type(item) is bytes:  # the commonest (requests, replies' pieces): no lookups
+        return
     if isinstance(item, CONTAINERS):
         if len(item) > BIG:
             stack.append(item)

@@ -358,6 +358,8 @@ def iter_aof_base(image: Image, now_ms: int, limits: rdb.Limits, out: list[bytes
             if deadline != -1 and deadline < now_ms:
                 continue
             rebuilt = value.rewrite_commands(key) if isinstance(value, ModuleValue) else None
+            if type(value) is int:  # a counter INCR left, in the live image: its bytes
+                value = b"%d" % value
             if isinstance(value, (bytes, bytearray)):
                 out.append(encode_command([b"SET", key, bytes(value)]))
             elif rebuilt is not None:  # a module value, as its module's aof_rewrite writes it

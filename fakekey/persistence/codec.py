@@ -181,6 +181,8 @@ def encode_value(w: Writer, value: Any) -> None:
 def iter_encode_value(w: Writer, value: Any) -> Iterator[None]:
     """Encode `value` into `w`, yielding every STEP elements."""
     kind = type(value)
+    if kind is int:  # a counter INCR left (fakekey/core/keyspace.py): a string
+        value, kind = b"%d" % value, bytes
     if kind is bytes or kind is bytearray:
         w.u8(T_STRING if kind is bytes else T_RAW_STRING)
         w.blob(value)

@@ -466,7 +466,9 @@ def dump(value: Any, limits: Limits) -> bytes:
 
 
 def serialize(value: Any, limits: Limits) -> bytes:
-    """The RDB object (type byte and body) of a value."""
+    """The RDB object (type byte and body) of a value (a counter INCR left: its bytes)."""
+    if type(value) is int:
+        value = b"%d" % value
     out = [bytes((object_type(value),))]
     for _ in iter_body(value, limits, out):
         pass

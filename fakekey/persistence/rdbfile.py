@@ -175,6 +175,8 @@ def _iter_databases(image: Image, options: SaveOptions, now_ms: int, body: list[
                 blocks.add(b"\xfc" + _MS.pack(deadline))
             if usage is not None:
                 blocks.add(usage(key))
+            if type(value) is int:  # a counter INCR left, in the live image: its bytes
+                value = b"%d" % value
             if memory.cost is not None:
                 memory.summed += memory.cost(key, value)
             if type(value) is bytes and len(value) < rdb.LZF_SLICE:  # the commonest, at once

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from fakekey.core.keyspace import string_bytes
 from fakekey.persistence.aof import Recorder, Replayer
 from fakekey.persistence.propagate import Propagation
 
@@ -44,7 +45,7 @@ class ReplicaFeed(Recorder):
                 continue
             db = replica.dbs[mine.index]
             for key, value in mine.data.items():
-                db.load(key, value.copy() if hasattr(value, "copy") else bytes(value),
+                db.load(key, value.copy() if hasattr(value, "copy") else string_bytes(value),
                         mine.expires.get(key, -1), self.state.now)
         self.replicas.append(replayer)
         replica.replica_of = self.state

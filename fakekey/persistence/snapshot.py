@@ -92,6 +92,8 @@ def copied_image(state: ServerState) -> Image:
                 kind = type(value)
                 if kind is bytearray:
                     data[key] = bytes(value)
+                elif kind is int:  # a counter INCR left (fakekey/core/keyspace.py)
+                    data[key] = b"%d" % value
                 elif kind is not bytes:
                     data[key] = value.copy()
         dbs.append((db.index, data, plain_copy(db.expires)))
@@ -132,6 +134,8 @@ def iter_snapshot(image: Image, now_ms: int, out: list[bytes], per_key: bool = F
     keys = 0
     for index, data, expires in image.dbs:
         for key, value in data.items():
+            if type(value) is int:  # a counter INCR left, in the live image: its bytes
+                value = b"%d" % value
             if type(value) is bytes:  # the commonest value, without a Writer's calls
                 out.append(frame(_KEY_HEAD.pack(OP_KEY, index, len(key)) + key
                                  + _STRING_HEAD.pack(expires.get(key, -1), T_STRING, len(value))
