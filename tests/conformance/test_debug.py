@@ -109,7 +109,11 @@ def test_populate(r2):
 
 def test_htstats(r2):
     r2.call("SELECT", "5")
-    assert r2.call("DEBUG", "HTSTATS", "5") == ("$", b"[Dictionary HT]\n[Expires HT]\n")
+    # a table Valkey allocated keeps its 7 buckets once emptied, even across FLUSHALL
+    # (docs/differences.md): an earlier test on this server may have used database 5
+    assert r2.call("DEBUG", "HTSTATS", "5") in (("$", b"[Dictionary HT]\n[Expires HT]\n"), (
+        "$", b"[Dictionary HT]\nHash table 0 stats (main hash table):\n table size: 7\n"
+        b" number of entries: 0\n rehashing index: -1\n[Expires HT]\n"))
     r2.call("DEBUG", "POPULATE", "10")
     r2.call("EXPIRE", "key:0", "100")
     assert r2.call("DEBUG", "HTSTATS", "5") == ("$", (
