@@ -98,6 +98,8 @@ def run_eval(c: Client, argv: list[bytes], *, by_sha: bool, read_only: bool) -> 
     run = ScriptRun(scripts.bridge, c, script.fn, numkeys, argv[3:], read_only or script.no_writes)
     if script.allow_oom:
         run.allow_oom = True
+    if script.straight:
+        run.straight = True
     reply = scripts.runner.execute(run)
     if scripts.lru:  # only EVAL adds scripts there
         scripts.used(sha)

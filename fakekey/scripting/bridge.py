@@ -2,10 +2,12 @@
 registry, the conversions between replies and Lua values, the run rules (read-only
 scripts, write tracking), and the long-script machinery (BUSY, SCRIPT KILL).
 
-How a script runs (`ScriptRunner`). Every run is a greenlet on the event-loop thread:
-the loop thread is the only thread that ever touches the data and the clients. The run
-goes on inline until `busy-reply-threshold`; a run still going then gives the loop back
-from the sandbox's count hook (or before its next `redis.call`), and the server is BUSY:
+How a script runs (`ScriptRunner`). A script without loops (`ScriptRun.straight`) runs
+inline: it cannot reach the count hook, where Valkey would turn BUSY. Every other run is
+a greenlet on the event-loop thread: the loop thread is the only thread that ever
+touches the data and the clients. The run goes on until `busy-reply-threshold`; a run
+still going then gives the loop back from the sandbox's count hook (or before its next
+`redis.call`), and the server is BUSY:
 `state.busy_script` is set, `ServerState.call` refuses every command without the
 `allow_busy` flag with Valkey's BUSY error, and the script's client waits like a blocked
 client. The loop resumes the run for a slice (`SLICE`) at a time between its other
@@ -552,47 +554,53 @@ class CommandBridge:
         self.runner = runner
         self.sandbox: Any = None  # the engine's LuaSandbox, once made
         self.run: ScriptRun | None = None
+        self.resp = 2  # redis.setresp's protocol for the run going on (each run starts at 2)
 
     # --- host functions (called from Lua; they never raise) ------------------------------
 
-    def call(self, resp: int, *args: Any) -> tuple:
+    def call(self, *args: Any) -> Any:
         """redis.call's host side, in one function (a 10-call script pays it ten times):
         the arguments, the run's turn to give way, the command under the run's rules,
-        the reply for Lua (see `reply_to_lua`). Never raises."""
+        the reply for Lua: a string or integer reply itself (the commonest), anything
+        else as False and `reply_to_lua`'s outcome. Never raises."""
         try:
             for arg in args:
                 if type(arg) is not bytes:  # numbers to convert, or a bad argument
                     made = _argv(args)
                     if isinstance(made, tuple):
-                        return made
+                        return (False, *made)
                     argv = made
                     break
             else:
                 if not args:
-                    return (2, NO_ARGUMENTS, False)
+                    return (False, 2, NO_ARGUMENTS, False)
                 argv = [*args]
             run = self.run
             if run is not None and run.deadline and _monotonic() >= run.deadline:
                 run.give_way()  # past the threshold or the slice: the loop's turn first
                 if run.aborted:
-                    return (5, run.kill_message())
-            reply = self._execute(resp, argv, run)
+                    return (False, 5, run.kill_message())
+            reply = self._execute(argv, run)
             kind = type(reply)
             if kind is bytes or kind is int:  # the commonest replies, as they are
-                return (0, reply)
-            outcome = reply_to_lua(reply, resp == 3)
+                return reply
+            outcome = reply_to_lua(reply, self.resp == 3)
             if outcome[0] == 4 and type(outcome[1]) is list:  # Lua makes the table
-                return (4, self.sandbox.lua.table_from(outcome[1]))
-            return outcome
+                return (False, 4, self.sandbox.lua.table_from(outcome[1]))
+            return (False, *outcome)
         except Refused as refused:
-            return refused.outcome
+            return (False, *refused.outcome)
         except Exception:  # noqa: BLE001 - a Python error must never reach Lua
             log.exception("redis.call failed inside fakekey")
-            return (2, b"ERR internal error in fakekey's redis.call", False)
+            return (False, 2, b"ERR internal error in fakekey's redis.call", False)
 
-    def call_packed(self, resp: int, count: int, args: Any) -> tuple:
+    def call_packed(self, count: int, args: Any) -> Any:
         """redis.call with many arguments, given as a Lua table of `count` slots."""
-        return self.call(resp, *unpack_table(args, count))
+        return self.call(*unpack_table(args, count))
+
+    def setresp(self, resp: int) -> None:
+        """redis.setresp: the protocol redis.call's replies are converted for."""
+        self.resp = resp
 
     def acl_check_packed(self, count: int, args: Any) -> tuple:
         return self.acl_check(*unpack_table(args, count))
@@ -639,7 +647,7 @@ class CommandBridge:
     def run_caller(self) -> Client | None:
         return self.run.caller if self.run is not None else None
 
-    def _execute(self, resp: int, argv: list[bytes], run: ScriptRun | None) -> Any:
+    def _execute(self, argv: list[bytes], run: ScriptRun | None) -> Any:
         """Run argv under the run's rules: the command's reply; raises Refused."""
         state = self.state
         # the registry as ServerState.call reads it: a known name as sent, then the rest
@@ -679,6 +687,7 @@ class CommandBridge:
             if refusal is not None:
                 raise self._refused(refusal, cmd)
         client = self.client
+        resp = self.resp
         if client.protocol != resp:
             client.set_protocol(3 if resp == 3 else 2)
         if caller is None:
@@ -757,6 +766,9 @@ class ScriptRun:
     failures = 0  # the failed calls its reply counts on the script's command
 
     started = 0.0  # monotonic seconds, when it runs on the event loop (FUNCTION STATS)
+    # it cannot reach the count hook's give-way (runtime.straight_line): it runs inline,
+    # without a greenlet, and never turns the server BUSY
+    straight = False
 
     def __init__(self, bridge: CommandBridge, caller: Client, fn: Any, numkeys: int,
                  values: list[bytes], read_only: bool) -> None:
@@ -772,6 +784,7 @@ class ScriptRun:
         redis.call (see `CommandBridge.call`)."""
         bridge = self.bridge
         bridge.run = self
+        bridge.resp = 2  # as the sandbox's script_resp at the start of a run
         client, caller = bridge.client, self.caller  # the engine's client runs as the caller
         client.db = caller.db
         client.user = caller.user
@@ -784,8 +797,15 @@ class ScriptRun:
             else:
                 outcome = bridge.sandbox.run(self.fn, values[:numkeys], values[numkeys:],
                                              as_function=self.as_function)
+            kind = type(outcome)
+            if kind is bytes or kind is int:  # a string or an integral number: itself
+                self.reply = outcome
+                return
+            if kind is float:
+                self.reply = lua_number_to_int(outcome)
+                return
             tag = outcome[0]
-            if tag == 0:  # a scalar: the commonest result
+            if tag == 0:  # another scalar
                 value = outcome[2]
                 kind = type(value)
                 self.reply = value if kind is bytes or kind is int else scalar_to_reply(value, outcome[1])
@@ -873,6 +893,12 @@ class ScriptRunner:
         state = self.state
         run.blocking_before = state.deny_blocking
         state.deny_blocking = True  # restored by deliver()
+        if run.straight:  # it cannot run long: no greenlet, no clock (see ScriptRun.straight)
+            run.perform()
+            state.deny_blocking = run.blocking_before
+            if run.failures:
+                return self.deliver(run)
+            return run.reply
         threshold = state.config.values["busy-reply-threshold"]
         loop = state.running_loop() if threshold > 0 else None
         if loop is None:  # no BUSY mode, or no event loop to be BUSY on: to the end

@@ -64,6 +64,7 @@ class Function:
     description: bytes | None
     flags: frozenset[str]
     library: Library
+    straight: bool = False  # it never loops (runtime.straight_line): it runs inline
 
     def __post_init__(self) -> None:
         # what every FCALL asks, answered once
@@ -349,6 +350,8 @@ class FunctionRun(ScriptRun):
         run.argv = argv
         if function.allow_oom:
             run.allow_oom = True
+        if function.straight:
+            run.straight = True
         return run
 
     def duration_ms(self) -> int:
@@ -408,7 +411,8 @@ class Libraries:
                 raise LibraryError(b"Function " + NAME_RULES)
             if reg.name in lib.functions:
                 raise LibraryError(b"Function already exists in the library")
-            lib.functions[reg.name] = Function(reg.name, reg.callback, reg.description, reg.flags, lib)
+            lib.functions[reg.name] = Function(reg.name, reg.callback, reg.description, reg.flags, lib,
+                                               straight=self.loader.sandbox.runs_straight(reg.callback))
         if not lib.functions:
             raise LibraryError(b"No functions registered")
         return lib

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import lupa.lua51 as lupa51
 
@@ -56,7 +56,7 @@ MAX_MULTIPLE_VALUES = 7000
 _BOOTSTRAP = r"""
 local host_call, host_acl, host_log, host_stop, host_sha1, host_rand, host_seed, host_untail,
       kind, redis_version, redis_version_num, valkey_version, valkey_version_num,
-      hook_count, max_values, host_call_packed, host_acl_packed = ...
+      hook_count, max_values, host_call_packed, host_acl_packed, host_setresp = ...
 
 local type, next, rawget, rawset, rawequal, select, tostring, tonumber, error, assert =
       type, next, rawget, rawset, rawequal, select, tostring, tonumber, error, assert
@@ -481,7 +481,10 @@ end
 
 local stop_now  -- the kill machinery's, below: stops the script as SCRIPT KILL does
 
-local function finish(raise_it, tag, a, ...)
+-- What host_call answers: a string or number reply itself (the commonest), else
+-- `false` and a tag with its payload.
+local function finish(raise_it, v, tag, a, ...)
+  if v ~= false then return v end
   if tag == 0 then return a end
   if tag == 6 then  -- an array of strings and numbers: the values themselves
     if a == nil then return {} end
@@ -507,13 +510,13 @@ local PACK_ARGS = 256
 local R = {}
 R.call = function(...)
   local n = select('#', ...)
-  if n > PACK_ARGS then return finish(true, host_call_packed(script_resp, n, {...})) end
-  return finish(true, host_call(script_resp, ...))
+  if n > PACK_ARGS then return finish(true, host_call_packed(n, {...})) end
+  return finish(true, host_call(...))
 end
 R.pcall = function(...)
   local n = select('#', ...)
-  if n > PACK_ARGS then return finish(false, host_call_packed(script_resp, n, {...})) end
-  return finish(false, host_call(script_resp, ...))
+  if n > PACK_ARGS then return finish(false, host_call_packed(n, {...})) end
+  return finish(false, host_call(...))
 end
 R.sha1hex = function(...)
   if select('#', ...) ~= 1 then raise('wrong number of arguments') end
@@ -565,6 +568,7 @@ R.setresp = function(...)
   resp = resp >= 0 and floor(resp) or ceil(resp)
   if resp ~= 2 and resp ~= 3 then raise('RESP version must be 2 or 3.') end
   script_resp = resp
+  host_setresp(resp)  -- the host converts redis.call replies for it (a run starts at 2)
 end
 R.set_repl = function(...)
   if select('#', ...) ~= 1 then raise('server.set_repl() requires one argument.') end
@@ -858,7 +862,8 @@ local f_fn, f_keys, f_args
 local function call_function() return f_fn(f_keys, f_args) end
 
 -- run(fn, as_function, nkeys, keys..., args...): the script's outcome for Python:
---   0, resp, value        a scalar result
+--   value                 a string or number result, itself (the commonest: no tuple)
+--   0, resp, value        another scalar result
 --   1, resp, tokens...    a table result (or 4, resp, token table when very long)
 --   5, resp, values...    a table result that is a plain array of strings and numbers
 --   2, resp, msg, source, line, ignore_stats   an error
@@ -881,12 +886,12 @@ local function execute(fn, as_function, nkeys, values, n)
     ok, res = xpcall(call_function, error_handler)
     f_fn, f_keys, f_args = nil, nil, nil
   else
-    rawset(G, 'KEYS', keys)
-    rawset(G, 'ARGV', args)
+    G.KEYS, G.ARGV = keys, args  -- G has no __newindex: raw sets, without two C calls
     ok, res = xpcall(fn, error_handler)
   end
   if not ok then return error_info(res) end
   local t = type(res)
+  if t == 'string' or t == 'number' then return res end
   if t ~= 'table' then
     if t == 'function' or t == 'userdata' or t == 'thread' then res = nil end
     return 0, script_resp, res
@@ -948,8 +953,15 @@ local function load_library(fn, api)
   return false, nil
 end
 
+-- a Lua function's bytecode (for `straight_line`), or nil for a C function
+local function dump_of(f)
+  local ok, code = pcall(dump, f)
+  if ok then return code end
+  return nil
+end
+
 return {G = G, R = R, lock = lock, run = run, run_packed = run_packed, compile = compile, wrap = wrap,
-        protect = protect, load_library = load_library}
+        protect = protect, load_library = load_library, dump_of = dump_of}
 """
 
 
@@ -957,11 +969,14 @@ class SandboxHost(Protocol):
     """What the sandbox needs from the server (see `bridge.CommandBridge`). None of these
     may raise: a Python exception must never reach Lua."""
 
-    def call(self, resp: int, *args: Any) -> tuple: ...
+    # redis.call: a string or integer reply itself, else (False, tag, ...) (see `finish`)
+    def call(self, *args: Any) -> Any: ...
 
     def acl_check(self, *args: Any) -> tuple: ...
 
-    def call_packed(self, resp: int, count: int, args: Any) -> tuple: ...
+    def call_packed(self, count: int, args: Any) -> Any: ...
+
+    def setresp(self, resp: int) -> None: ...
 
     def acl_check_packed(self, count: int, args: Any) -> tuple: ...
 
@@ -1070,8 +1085,85 @@ def _untail_function(code: bytearray, pos: int) -> int:
     return pos
 
 
-def _skip_string(code: bytearray, pos: int) -> int:
+def _skip_string(code: bytearray | bytes, pos: int) -> int:
     return pos + 8 + int.from_bytes(code[pos:pos + 8], "little")
+
+
+# Lua 5.1's opcodes that loop, make or reach other functions (see lopcodes.h)
+_OP_GETUPVAL, _OP_GETGLOBAL, _OP_SETUPVAL, _OP_JMP = 4, 5, 8, 22
+_OP_FORLOOP, _OP_FORPREP, _OP_TFORLOOP, _OP_CLOSURE = 31, 32, 33, 36
+_LOOPING_OPS: Final = frozenset({_OP_GETUPVAL, _OP_SETUPVAL, _OP_FORLOOP, _OP_FORPREP, _OP_TFORLOOP,
+                                 _OP_CLOSURE})
+# Globals through which a script could reach code it did not bring in its own body:
+# compiled text (loadstring, load), or the environment itself (_G, getfenv, setfenv; the
+# last two and newproxy only with lua-enable-insecure-api).
+_CODE_GLOBALS: Final = frozenset({b"_G", b"loadstring", b"load", b"getfenv", b"setfenv", b"newproxy"})
+_SBX_BIAS = 131071  # a signed jump offset is stored biased (MAXARG_sBx)
+
+
+def straight_line(dump: bytes) -> bool:
+    """Whether a compiled function (its `string.dump`) runs fewer than HOOK_COUNT Lua
+    instructions whatever it is given: no loop (no backward jump), no nested function,
+    no upvalue, fewer instructions than that, and no global that reaches other Lua
+    code. Every other function it can call is a builtin or one of the sandbox's own,
+    and none of those loops over Lua code of the script's. Valkey's count hook fires
+    every HOOK_COUNT instructions of a run, and only there may a script turn the
+    server BUSY: such a function never can, so it runs without the means to give way
+    (`bridge.ScriptRunner.execute`)."""
+    try:
+        return _straight_line(dump)
+    except (ValueError, IndexError):
+        return False
+
+
+def _straight_line(dump: bytes) -> bool:
+    if not dump.startswith(_HEADER):
+        return False
+    pos = _skip_string(dump, len(_HEADER))  # source
+    pos += 4 + 4  # linedefined, lastlinedefined
+    if dump[pos] != 0:  # upvalues
+        return False
+    pos += 4  # nups, numparams, is_vararg, maxstacksize
+    count = int.from_bytes(dump[pos:pos + 4], "little")
+    pos += 4
+    if count >= HOOK_COUNT:
+        return False
+    globals_read: list[int] = []
+    for at in range(pos, pos + 4 * count, 4):
+        instruction = int.from_bytes(dump[at:at + 4], "little")
+        op = instruction & 0x3F
+        if op in _LOOPING_OPS or (op == _OP_JMP and (instruction >> 14) < _SBX_BIAS):
+            return False
+        if op == _OP_GETGLOBAL:
+            globals_read.append(instruction >> 14)
+    pos += 4 * count
+    constants, pos = _constants(dump, pos)
+    if any(constants[i] in _CODE_GLOBALS for i in globals_read):
+        return False
+    return int.from_bytes(dump[pos:pos + 4], "little") == 0  # no nested functions
+
+
+def _constants(dump: bytes, pos: int) -> tuple[list[bytes | None], int]:
+    """A function's constants (strings as bytes, the others None), and where they end."""
+    count = int.from_bytes(dump[pos:pos + 4], "little")
+    pos += 4
+    found: list[bytes | None] = []
+    for _ in range(count):
+        kind = dump[pos]
+        pos += 1
+        if kind == 4:  # string: its size counts the trailing NUL
+            size = int.from_bytes(dump[pos:pos + 8], "little")
+            found.append(dump[pos + 8:pos + 8 + size - 1])
+            pos += 8 + size
+            continue
+        found.append(None)
+        if kind == 1:  # boolean
+            pos += 1
+        elif kind == 3:  # number
+            pos += 8
+        elif kind != 0:
+            raise ValueError(f"unexpected Lua constant type {kind}")
+    return found, pos
 
 
 def _untail_host(dump: bytes) -> bytes | None:
@@ -1122,7 +1214,7 @@ class LuaSandbox:
             host.random, host.randomseed, _untail_host, kind.encode(),
             redis_version.encode(), _version_num(redis_version),
             valkey_version.encode(), _version_num(valkey_version),
-            HOOK_COUNT, MAX_MULTIPLE_VALUES, host.call_packed, host.acl_check_packed,
+            HOOK_COUNT, MAX_MULTIPLE_VALUES, host.call_packed, host.acl_check_packed, host.setresp,
             name=INTERNAL_CHUNK,
         )
         self.globals = api[b"G"]  # the real globals table, writable until the lock
@@ -1135,6 +1227,7 @@ class LuaSandbox:
         self._wrap = api[b"wrap"]
         self.protect = api[b"protect"]  # a read-only view of a Lua table, as the sandbox makes them
         self._load_library = api[b"load_library"]
+        self._dump_of = api[b"dump_of"]
         for install in INSTALLERS:
             install(LibraryContext(self))
         if prepare is not None:
@@ -1155,12 +1248,20 @@ class LuaSandbox:
         return result[0], (result[1] if len(result) > 1 else None)
 
     def run(self, fn: Any, keys: list[bytes], args: list[bytes], *, as_function: bool = False) -> tuple:
-        """Call a compiled script with its keys and arguments; the raw outcome tuple of
-        the bootstrap's `run` (see there): (tag, resp, ...)."""
+        """Call a compiled script with its keys and arguments; the outcome tuple of the
+        bootstrap's `run` (see there): (tag, resp, ...), a string or number result as
+        (0, 2, value)."""
         if len(keys) + len(args) <= MAX_MULTIPLE_VALUES:
-            return self.lua_call(self.run_fn, fn, as_function, len(keys), *keys, *args)
-        # too many to pass as separate values: pass them in one table
-        return self.lua_call(self._run_packed, fn, as_function, len(keys), self.lua.table_from(keys + args))
+            outcome = self.run_fn(fn, as_function, len(keys), *keys, *args)
+        else:  # too many to pass as separate values: pass them in one table
+            outcome = self._run_packed(fn, as_function, len(keys), self.lua.table_from(keys + args))
+        return outcome if isinstance(outcome, tuple) else (0, 2, outcome)
+
+    def runs_straight(self, fn: Any) -> bool:
+        """Whether a compiled script or function can never reach the count hook's give-way
+        (see `straight_line`)."""
+        code = self._dump_of(fn)
+        return isinstance(code, bytes) and straight_line(code)
 
     def load_library(self, fn: Any, api: Any) -> bytes | None:
         """Run a function library's compiled code (kind "function") with `api` as what its

@@ -29,6 +29,7 @@ class Script:
     fn: Any  # the compiled Lua function
     flags: frozenset[str]
     compat: bool  # no shebang: Valkey's backwards-compatible mode, flags ignored
+    straight: bool = False  # it never loops (runtime.straight_line): it runs inline
 
     def __post_init__(self) -> None:
         self.no_writes = not self.compat and NO_WRITES in self.flags
@@ -117,7 +118,7 @@ class EvalScripts:
         fn, err = self.sandbox.compile(body[code_at:], b"@user_script")
         if fn is None:
             raise ReplyError(b"ERR Error compiling script (new function): " + (err or b""))
-        return Script(body, fn, flags, compat=engine is None)
+        return Script(body, fn, flags, compat=engine is None, straight=self.sandbox.runs_straight(fn))
 
 
 def sha1hex(data: bytes) -> bytes:

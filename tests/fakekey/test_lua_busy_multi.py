@@ -272,11 +272,14 @@ class BrokenHost:
 
     random = None  # not callable
 
-    def call(self, resp, *args):
-        return (0, None)
+    def call(self, *args):
+        return (False, 0, None)
 
-    def call_packed(self, resp, count, args):
-        return (0, None)
+    def call_packed(self, count, args):
+        return (False, 0, None)
+
+    def setresp(self, resp):
+        pass
 
     def acl_check(self, *args):
         return (True, True)

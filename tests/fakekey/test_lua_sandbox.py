@@ -244,3 +244,35 @@ def test_library_installers(testlib, ev):
         b"ERR user_script:1: Attempt to modify a readonly table script: on @user_script:1.")
     assert ev("return type(testlib.twice)") == b"function"
     assert ev(WALK.replace("print ~= nil and print or pcall", "pcall")) == []
+
+
+# --- straight scripts: no loop, run inline (runtime.straight_line) -----------------------------
+
+
+@pytest.mark.parametrize(("body", "straight"), [
+    ("return redis.call('INCR', KEYS[1])", True),
+    ("redis.call('SET', KEYS[1], ARGV[1]) return redis.call('GET', KEYS[1])", True),
+    ("if KEYS[1] then return 1 else return {1, 'a'} end", True),
+    ("local n = tonumber(ARGV[1]) or 0 return n > 2 and 'big' or 'small'", True),
+    ("while true do end", False),
+    ("for i = 1, 3 do redis.call('INCR', KEYS[1]) end", False),
+    ("for _, k in ipairs(KEYS) do redis.call('DEL', k) end", False),
+    ("repeat local x = 1 until x", False),
+    ("local function f() return 1 end return f()", False),  # a nested function (recursion)
+    ("return loadstring('while true do end')()", False),  # code it did not bring
+    ("return _G.redis.call('PING')", False),
+    ("return rawget(_G, 'loadstring')", False),
+])
+def test_only_scripts_without_loops_are_straight(state, body, straight):
+    """A script runs inline (no greenlet, it never turns the server BUSY) only when it
+    cannot run HOOK_COUNT Lua instructions, as Valkey's count hook would never fire then."""
+    scripts = scripts_of(state)
+    _, script = scripts.load(body.encode(), from_eval=False)
+    assert script.straight is straight
+
+
+def test_straight_and_looping_scripts_answer_alike(ev):
+    assert ev("return redis.call('INCR', KEYS[1])", b"n", numkeys=1) == 1
+    assert ev("local r for i = 1, 2 do r = redis.call('INCR', KEYS[1]) end return r", b"n", numkeys=1) == 3
+    assert ev("return {redis.call('GET', KEYS[1]), 2.5, false}", b"n", numkeys=1) == [b"3", 2, None]
+    assert message(ev("return redis.call('NOSUCH')")).startswith(b"ERR Unknown command called from script")
