@@ -103,9 +103,9 @@ def parse_id(raw: bytes, missing_seq: int = 0, strict: bool = False) -> StreamID
 
 def _parse_id(raw: bytes, missing_seq: int, strict: bool, auto_seq: bool) -> tuple[StreamID, bool]:
     """(id, seq_given); with `auto_seq`, `ms-*` answers seq_given False."""
-    ms_text, dash, seq_text = raw.partition(b"-")
-    if dash and ms_text.isdigit() and seq_text.isdigit() and len(ms_text) < 20 and len(seq_text) < 20:
-        return (int(ms_text), int(seq_text)), True  # plain `ms-seq`, the common form: in range
+    at = _plain_id_dash(raw)
+    if at:  # plain `ms-seq`, the common form: in range
+        return (_digits_value(raw, 0, at), _digits_value(raw, at + 1, len(raw))), True
     if len(raw) > 127:
         raise INVALID_ID
     text = raw.split(b"\0", 1)[0]  # Valkey reads it as a C string
@@ -129,6 +129,31 @@ def _parse_id(raw: bytes, missing_seq: int, strict: bool, auto_seq: bool) -> tup
     if seq is None:
         raise INVALID_ID
     return (ms, seq), True
+
+
+def _plain_id_dash(raw: bytes) -> int:
+    """Where the dash of a plain `ms-seq` id is (each part 1 to 19 digits, so in range),
+    else 0: one pass over the bytes, compiled, without slices or int() of them."""
+    size = len(raw)
+    dash = 0
+    for i in range(size):
+        ch = raw[i]
+        if ch == 45:  # "-"
+            if dash:
+                return 0
+            dash = i
+        elif not 48 <= ch <= 57:
+            return 0
+    if not 0 < dash < 20 or not 0 < size - dash - 1 < 20:
+        return 0
+    return dash
+
+
+def _digits_value(raw: bytes, start: int, end: int) -> int:
+    value = 0
+    for i in range(start, end):
+        value = value * 10 + raw[i] - 48
+    return value
 
 
 def parse_interval(raw: bytes, missing_seq: int) -> tuple[StreamID, bool]:
@@ -653,11 +678,12 @@ def deliver(c: Client, s: StreamValue, group: Group, consumer: Consumer, start: 
         return out
     pending, owned = group.pel, consumer.pel
     for sid, _ in found:
-        nack = pending.nacks.get(sid)
+        key: Any = sid  # boxed once for both PELs (see Pel)
+        nack = pending.nacks.get(key)
         if nack is None:
             nack = Nack(now, consumer)
-            pending.add(sid, nack)
-            owned.add(sid, nack)
+            pending.add(key, nack)
+            owned.add(key, nack)
         else:  # a pending entry delivered again (after XGROUP SETID): a new owner
             group.assign(sid, nack, consumer)
             nack.delivery_time = now
@@ -929,8 +955,13 @@ def xack(c: Client, argv: list[bytes]) -> Any:
     group = s.groups.get(argv[2]) if s is not None else None
     if group is None:
         return 0
-    ids = [parse_id(raw, strict=True) for raw in argv[3:]]
-    return sum(group.ack(sid) for sid in ids)
+    # Any, not StreamID: each id boxed once, for both PELs (see Pel)
+    ids: list[Any] = [parse_id(raw, strict=True) for raw in argv[3:]]
+    acked = 0
+    for sid in ids:
+        if group.ack(sid):
+            acked += 1
+    return acked
 
 
 def lookup_group(c: Client, key: bytes, name: bytes) -> tuple[StreamValue, Group]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from fakekey.codecs.numbers import try_int
 
@@ -226,13 +226,17 @@ class Nack:
 
 
 class Pel:
-    """Pending entries by id, iterable in id order."""
+    """Pending entries by id, iterable in id order.
+
+    The ids are held as the tuples they are (`Any`, not `StreamID`): compiled, a
+    `StreamID` is two native integers, boxed into a new tuple at each container
+    operation; an id boxed once by the caller serves the dict and the list alike."""
 
     __slots__ = ("ids", "nacks")
 
     def __init__(self) -> None:
-        self.ids: list[StreamID] = []
-        self.nacks: dict[StreamID, Nack] = {}
+        self.ids: list[Any] = []  # StreamIDs, ascending
+        self.nacks: dict[Any, Nack] = {}  # StreamID -> Nack
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -240,23 +244,32 @@ class Pel:
     def __contains__(self, sid: object) -> bool:
         return sid in self.nacks
 
-    def get(self, sid: StreamID) -> Nack | None:
+    def get(self, sid: Any) -> Nack | None:
         return self.nacks.get(sid)
 
-    def add(self, sid: StreamID, nack: Nack) -> None:
-        if sid in self.nacks:
-            self.nacks[sid] = nack
+    def add(self, sid: Any, nack: Nack) -> None:
+        nacks = self.nacks
+        known = sid in nacks
+        nacks[sid] = nack
+        if known:
             return
-        self.nacks[sid] = nack
-        if not self.ids or sid > self.ids[-1]:
-            self.ids.append(sid)
+        ids = self.ids
+        if not ids or sid > ids[-1]:
+            ids.append(sid)
         else:
-            insort(self.ids, sid)
+            insort(ids, sid)
 
-    def remove(self, sid: StreamID) -> Nack | None:
-        nack = self.nacks.pop(sid, None)
-        if nack is not None:
-            del self.ids[bisect_left(self.ids, sid)]
+    def remove(self, sid: Any) -> Nack | None:
+        nacks = self.nacks
+        nack = nacks.get(sid)
+        if nack is None:
+            return None
+        del nacks[sid]
+        ids = self.ids
+        if ids[0] == sid:  # the oldest, as acknowledgements in delivery order find it
+            del ids[0]
+        else:
+            del ids[bisect_left(ids, sid)]
         return nack
 
     def position(self, sid: StreamID) -> int:
@@ -293,7 +306,8 @@ class Group:
     def sorted_consumers(self) -> list[Consumer]:
         return [self.consumers[name] for name in sorted(self.consumers)]
 
-    def ack(self, sid: StreamID) -> bool:
+    def ack(self, sid: Any) -> bool:
+        """Acknowledge an id (a StreamID, boxed once: see Pel)."""
         nack = self.pel.remove(sid)
         if nack is None:
             return False
