@@ -8,20 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from fakekey.testing.raw import RawClient
+from fakekey.testing.raw import RawClient, read_within
 
-PENDING = "pending"
-
-
-def reply_within(client: RawClient, seconds: float) -> object:
-    """The next reply, or PENDING when none comes in time."""
-    client.sock.settimeout(seconds)
-    try:
-        return client.read()
-    except TimeoutError:
-        return PENDING
-    finally:
-        client.sock.settimeout(10)
+PENDING = "nothing"  # read_within's answer when no reply came
 
 
 def info_field(client: RawClient, section: str, name: str) -> str:
@@ -68,7 +57,7 @@ def test_write_pause_holds_a_write_until_unpause(target, proto, ctl):
     assert info_field(ctl, "clients", "paused_actions") == "write"
     assert 9000 < int(info_field(ctl, "clients", "paused_timeout_milliseconds")) <= 10000
     writer.send("SET", "k", "v")
-    assert reply_within(writer, 0.2) == PENDING
+    assert read_within(writer, 0.2) == PENDING
     assert reader.call("GET", "k") == (("_", None) if proto == 3 else ("$", None))
     assert reader.call("PING") == ("+", b"PONG")
     assert info_field(ctl, "clients", "blocked_clients") == "1"
@@ -77,7 +66,7 @@ def test_write_pause_holds_a_write_until_unpause(target, proto, ctl):
     assert " flags=b " in line and " cmd=set " in line
     assert ctl.call("CLIENT", "UNBLOCK", writer_id) == (":", 0)  # a pause is no wait to end
     assert ctl.call("CLIENT", "UNPAUSE") == ("+", b"OK")
-    assert reply_within(writer, 5) == ("+", b"OK")
+    assert read_within(writer, 5) == ("+", b"OK")
     assert reader.call("GET", "k") == ("$", b"v")
     assert info_field(ctl, "clients", "blocked_clients") == "0"
     assert info_field(ctl, "clients", "paused_actions") == "none"
@@ -115,11 +104,11 @@ def test_write_pause_holds_what_may_write(target, ctl, command, held):
     client = target.raw(2)
     ctl.call("CLIENT", "PAUSE", "10000", "WRITE")
     client.send(*command)
-    first = reply_within(client, 0.15)
+    first = read_within(client, 0.15)
     ctl.call("CLIENT", "UNPAUSE")
     if held:
         assert first == PENDING
-        assert reply_within(client, 5) != PENDING  # it runs once the pause ends
+        assert read_within(client, 5) != PENDING  # it runs once the pause ends
     else:
         assert first != PENDING
     client.close()
@@ -133,16 +122,16 @@ def test_write_pause_and_transactions(target, ctl):
     ctl.call("CLIENT", "PAUSE", "10000", "WRITE")
     assert queuing.call("MULTI") == ("+", b"OK")
     queuing.send("SET", "k", "w")  # checked before it is queued: it waits
-    assert reply_within(queuing, 0.15) == PENDING
+    assert read_within(queuing, 0.15) == PENDING
     assert reading.call("MULTI") == ("+", b"OK")
     assert reading.call("GET", "k") == ("+", b"QUEUED")
     assert reading.call("EXEC") == ("*", [("$", b"v")])  # reads only: runs
     publishing.send("EXEC")  # a queued PUBLISH may replicate: the EXEC waits
-    assert reply_within(publishing, 0.15) == PENDING
+    assert read_within(publishing, 0.15) == PENDING
     ctl.call("CLIENT", "UNPAUSE")
-    assert reply_within(queuing, 5) == ("+", b"QUEUED")
+    assert read_within(queuing, 5) == ("+", b"QUEUED")
     assert queuing.call("EXEC") == ("*", [("+", b"OK")])
-    assert reply_within(publishing, 5) == ("*", [(":", 0)])
+    assert read_within(publishing, 5) == ("*", [(":", 0)])
     for client in (queuing, reading, publishing):
         client.close()
 
@@ -171,10 +160,10 @@ def test_all_pause_holds_every_command_even_unpause(target):
     started = time.monotonic()
     other.send("PING")
     ctl.send("CLIENT", "UNPAUSE")
-    assert reply_within(other, 0.1) == PENDING
-    assert reply_within(ctl, 0.05) == PENDING
-    assert reply_within(other, 5) == ("+", b"PONG")  # the timeout ended it
-    assert reply_within(ctl, 5) == ("+", b"OK")
+    assert read_within(other, 0.1) == PENDING
+    assert read_within(ctl, 0.05) == PENDING
+    assert read_within(other, 5) == ("+", b"PONG")  # the timeout ended it
+    assert read_within(ctl, 5) == ("+", b"OK")
     assert time.monotonic() - started >= 0.3
     ctl.close()
     other.close()
@@ -185,8 +174,8 @@ def test_a_new_pause_takes_its_mode_and_the_later_end(target):
     ctl.call("CLIENT", "PAUSE", "500", "WRITE")
     ctl.call("CLIENT", "PAUSE", "10", "ALL")  # ALL now, until the WRITE pause's end
     other.send("PING")
-    assert reply_within(other, 0.2) == PENDING
-    assert reply_within(other, 5) == ("+", b"PONG")
+    assert read_within(other, 0.2) == PENDING
+    assert read_within(other, 5) == ("+", b"PONG")
     ctl.close()
     other.close()
 
@@ -196,8 +185,8 @@ def test_a_four_word_pause_alone_reads_the_mode(target):
     # Valkey reads the mode only from CLIENT PAUSE timeout mode: with more, it pauses ALL
     assert ctl.call("CLIENT", "PAUSE", "300", "WRITE", "extra") == ("+", b"OK")
     other.send("GET", "k")
-    assert reply_within(other, 0.1) == PENDING
-    assert reply_within(other, 5)[0] in "$_"
+    assert read_within(other, 0.1) == PENDING
+    assert read_within(other, 5)[0] in "$_"
     ctl.close()
     other.close()
 
@@ -206,11 +195,11 @@ def test_held_clients_run_in_arrival_order_when_the_pause_times_out(target, ctl)
     first, second = target.raw(2), target.raw(2)
     ctl.call("CLIENT", "PAUSE", "300", "WRITE")
     first.send("SET", "k", "1")
-    assert reply_within(first, 0.05) == PENDING
+    assert read_within(first, 0.05) == PENDING
     second.send("SET", "k", "2")
-    assert reply_within(second, 0.05) == PENDING
-    assert reply_within(first, 5) == ("+", b"OK")
-    assert reply_within(second, 5) == ("+", b"OK")
+    assert read_within(second, 0.05) == PENDING
+    assert read_within(first, 5) == ("+", b"OK")
+    assert read_within(second, 5) == ("+", b"OK")
     assert ctl.call("GET", "k") == ("$", b"2")
     first.close()
     second.close()
@@ -220,7 +209,7 @@ def test_a_held_client_that_leaves_is_forgotten(target, ctl):
     leaving = target.raw(2)
     ctl.call("CLIENT", "PAUSE", "10000", "WRITE")
     leaving.send("SET", "k", "gone")
-    assert reply_within(leaving, 0.1) == PENDING
+    assert read_within(leaving, 0.1) == PENDING
     leaving.close()
     time.sleep(0.1)
     ctl.call("CLIENT", "UNPAUSE")
@@ -235,10 +224,10 @@ def test_pause_follows_the_server_clock(target, ctl):
     ctl.call("CLIENT", "PAUSE", "1000", "WRITE")
     writer.send("SET", "k", "v")
     time.sleep(0.3)
-    assert reply_within(writer, 0.1) == PENDING  # the frozen clock has not moved
+    assert read_within(writer, 0.1) == PENDING  # the frozen clock has not moved
     assert info_field(ctl, "clients", "paused_timeout_milliseconds") == "1000"
     ctl.call("FAKEKEY.CLOCK", "ADVANCE", "1000")
-    assert reply_within(writer, 5) == ("+", b"OK")
+    assert read_within(writer, 5) == ("+", b"OK")
     assert info_field(ctl, "clients", "paused_reason") == "none"
     writer.close()
 
@@ -255,9 +244,9 @@ def test_write_pause_reads_a_functions_flags(target, ctl):
         assert client.call("FCALL", "ro", "0") == (":", 1)  # declares no-writes: runs
         assert client.call("FCALL_RO", "ro", "0") == (":", 1)
         client.send("FCALL", "rw", "0")  # may write: waits
-        assert reply_within(client, 0.15) == PENDING
+        assert read_within(client, 0.15) == PENDING
         ctl.call("CLIENT", "UNPAUSE")
-        assert reply_within(client, 5) == (":", 2)
+        assert read_within(client, 5) == (":", 2)
     finally:
         ctl.call("CLIENT", "UNPAUSE")
         ctl.call("FUNCTION", "FLUSH")
@@ -273,9 +262,9 @@ def test_a_pause_stops_eviction_and_the_oom_refusal_until_it_ends(target, ctl):
         assert writer.call("SET", "a", "b") == oom
         ctl.call("CLIENT", "PAUSE", "10000", "WRITE")
         writer.send("SET", "a", "b")  # no OOM while paused: held back instead
-        assert reply_within(writer, 0.15) == PENDING
+        assert read_within(writer, 0.15) == PENDING
         ctl.call("CLIENT", "UNPAUSE")
-        assert reply_within(writer, 5) == oom  # checked again when it runs
+        assert read_within(writer, 5) == oom  # checked again when it runs
     finally:
         ctl.call("CONFIG", "SET", "maxmemory", "0")
         writer.close()

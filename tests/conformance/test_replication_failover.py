@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from fakekey.testing.raw import RawClient
+from fakekey.testing.raw import RawClient, read_within
 
 DEADLINE_S = 15.0
 OK = ("+", b"OK")
@@ -26,16 +26,6 @@ def wait_until(predicate) -> None:
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.02)
-
-
-def answer_within(client: RawClient, seconds: float) -> object:
-    client.sock.settimeout(seconds)
-    try:
-        return client.read()
-    except TimeoutError:
-        return "pending"
-    finally:
-        client.sock.settimeout(10)
 
 
 def read_rdb_bulk(client: RawClient) -> None:
@@ -144,7 +134,7 @@ def test_waiting_for_the_replica_pauses_writes_until_abort(silent):
         wait_until(lambda: info(p, "clients")["blocked_clients"] == "1")  # held back
         assert p.call("GET", "k") == ("$", None)  # reads go on
         assert p.call("FAILOVER", "ABORT") == OK
-        assert answer_within(writer, 5) == OK
+        assert read_within(writer, 5) == OK
         assert info(p, "replication")["master_failover_state"] == "no-failover"
         assert info(p, "clients")["paused_reason"] == "none"
     finally:
