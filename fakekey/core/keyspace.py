@@ -89,6 +89,13 @@ class Database:
 
     def lookup(self, key: bytes) -> Any:
         """The live value of `key` or None; an expired key is deleted on the way."""
+        value = self.lookup_counter(key)
+        if type(value) is int:  # a counter: its readers see bytes
+            return self.counter_bytes(key, value)
+        return value
+
+    def lookup_counter(self, key: bytes) -> Any:
+        """`lookup` for INCR and its family: a counter comes back as the int it is."""
         value = self.data.get(key)
         if value is None or (self.expires and key in self.expires and self._expire_if_due(key)):
             state = self.state
@@ -103,28 +110,6 @@ class Database:
         if state.touch_keys:
             self._stamp_access(key, state.now)
             if state.lfu_on:  # an LFU policy: the access counts (Valkey's updateLFU)
-                self.lfu_access(key)
-        if type(value) is int:  # a counter: its readers see bytes
-            return self.counter_bytes(key, value)
-        return value
-
-    def lookup_counter(self, key: bytes) -> Any:
-        """`lookup` for INCR and its family: a counter comes back as the int it is
-        (`lookup`'s body again: one call less on GET's path)."""
-        value = self.data.get(key)
-        if value is None or (self.expires and key in self.expires and self._expire_if_due(key)):
-            state = self.state
-            if state.counts_lookups:
-                state.keyspace_misses += 1
-            if state.notify_flags:
-                state.notify_miss(self, key)
-            return None
-        state = self.state
-        if state.counts_lookups:
-            state.keyspace_hits += 1
-        if state.touch_keys:
-            self._stamp_access(key, state.now)
-            if state.lfu_on:
                 self.lfu_access(key)
         return value
 
