@@ -96,7 +96,9 @@ class Database:
 
     def lookup_counter(self, key: bytes) -> Any:
         """`lookup` for INCR and its family: a counter comes back as the int it is."""
-        value = self.data.get(key)
+        data = self.data
+        one = data.one  # a table still one dict (core/table.py): read without two calls
+        value = one.get(key) if one is not None else data.get(key)
         if value is None or (self.expires and key in self.expires and self._expire_if_due(key)):
             state = self.state
             if state.counts_lookups:  # a read command's lookup (Valkey's lookupKeyRead)
@@ -243,7 +245,8 @@ class Database:
         access = self.access
         stamp = access.stamp(now)
         touched = access.touched
-        if touched.get(key) is not stamp:
+        one = touched.one  # as in lookup_counter
+        if (one.get(key) if one is not None else touched.get(key)) is not stamp:
             touched[key] = stamp
 
     def _scan_added(self, key: bytes) -> None:

@@ -162,6 +162,10 @@ class ServerState:
         self.loop_ident = 0
         self.current_client: Client | None = None  # whose command is running now
         self.ended_ns = 0  # when run_command's last command ended (wall clock, ns)
+        # True while a Connection's batch runs its 2nd and later requests with time.time
+        # unpatched (net/server.py): `call` skips that check; a patch from the test's side
+        # lands between batches
+        self.time_unpatched = False
         self.memory_peak = 0  # INFO memory's used_memory_peak (commands/admin.py)
         self.migrate_links: dict[bytes, Any] = {}  # MIGRATE's cached connections (commands/dump.py)
         ids = os.urandom(40).hex()  # one system call for both (a new server's cost: bench/instances.py)
@@ -590,9 +594,10 @@ class ServerState:
         # run it under its own clock snapshot; serve the blocked clients it made ready after.
         # One clock read gives the snapshot (the frozen time when the clock is frozen) and
         # the start of the command's duration (INFO commandstats, the slow log).
+        # time_unpatched: a Connection's batch already saw time.time unpatched
         started = _time_ns()
         frozen = self.clock.frozen_us
-        if frozen is None and _TIME_ATTRS["time"] is REAL_TIME[0]:
+        if frozen is None and (self.time_unpatched or _TIME_ATTRS["time"] is REAL_TIME[0]):
             self.now = started // 1_000_000
         else:  # frozen, or a test patched time.time (core/clock.py)
             self.now = self.clock.now_ms()

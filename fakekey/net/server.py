@@ -21,6 +21,7 @@ from fakekey.config.directives import StartupRefused, startup_refusal
 from fakekey.config.limits import adjust_open_files_limit, owned_maxclients_applier
 from fakekey.config.settings import Config, ConfigError, setting_error
 from fakekey.core.client import Client
+from fakekey.core.clock import REAL_TIME
 from fakekey.core.cluster import ClusterView, enable_cluster
 from fakekey.core.commandlog import LARGE_REPLY, LARGE_REQUEST
 from fakekey.core.monitor import log_command, request_size
@@ -74,6 +75,7 @@ _perf_counter_ns: Final = time.perf_counter_ns
 _get_ident: Final = threading.get_ident  # a constant: compiled code skips two lookups per call
 TURN_NS: Final = 2_000_000
 TURN_CHECK_EVERY: Final = 32  # a power of two: tested with a mask
+_TIME_ATTRS: Final = vars(time)  # time.time, as a patch (mock, freezegun) leaves it (core/clock.py)
 BUS_PORT_TRIES = 50  # free ports tried for one whose cluster bus port (+10000) is free too
 FAST_EXPIRY_EVERY = 0.002  # s between two fast expiry cycles (2x their 1 ms budget, as Valkey)
 PERSISTENCE_CRON_EVERY = 0.1  # s between two turns of persistence's cron (Persistence.cron)
@@ -130,6 +132,12 @@ class Connection(asyncio.Protocol):
         self.turn_pending = False
         self.eof = False
         self.unchecked = 0  # reply bytes run() added since it last looked at the output limits
+        # the settings every read looks at, as of config.epoch limits_epoch (`_read_limits`):
+        # a dict lookup each is read again only after a CONFIG SET
+        self.limits_epoch = -1
+        self.open_parse = False  # no requirepass: an unauthenticated client parses as one
+        self.max_bulk = 0
+        self.query_limit = 0
 
     # --- asyncio callbacks --------------------------------------------------------------
 
@@ -187,14 +195,24 @@ class Connection(asyncio.Protocol):
         parser = client.parser
         parser.feed(data)
         buffered = parser.buffered() + (self._queued_bytes(client) if client.multi_queue else 0)
-        limit: int = self.state.config.values["client-query-buffer-limit"]  # typed: a native compare
-        if buffered > limit:
+        config = self.state.config
+        if self.limits_epoch != config.epoch:
+            self._read_limits(config)
+        if buffered > self.query_limit:
             # Valkey frees the client at once, without a reply (even while it is blocked)
             self.state.stats["client_query_buffer_limit_disconnections"] += 1
             self.close()
             return
         if client.blocked is None:
             self.run()
+
+    def _read_limits(self, config: Config) -> None:
+        """The settings each read and batch look at (by their own names: no alias)."""
+        values = config.values
+        self.limits_epoch = config.epoch
+        self.open_parse = not values["requirepass"]
+        self.max_bulk = values["proto-max-bulk-len"]
+        self.query_limit = values["client-query-buffer-limit"]
 
     def _queued_bytes(self, client: Client) -> int:
         """The arguments waiting in a MULTI queue count against the query buffer limit,
@@ -243,9 +261,10 @@ class Connection(asyncio.Protocol):
             # the request before may have changed the parse limits (AUTH, CONFIG SET)
             if limits_auth is not client.authenticated or limits_epoch != config.epoch:
                 limits_auth, limits_epoch = client.authenticated, config.epoch
-                values = config.values  # by their own names: no alias to look for
-                parser.authenticated = client.authenticated or not values["requirepass"]
-                parser.max_bulk = values["proto-max-bulk-len"]
+                if self.limits_epoch != limits_epoch:
+                    self._read_limits(config)
+                parser.authenticated = client.authenticated or self.open_parse
+                parser.max_bulk = self.max_bulk
                 self.request_mark = client.net_in - parser.buffered() + state.large_request_at
             try:
                 argv = parser.next_request()  # a direct call in compiled code (a bound method's is not)
@@ -260,6 +279,8 @@ class Connection(asyncio.Protocol):
                     continue
                 if taken != NOT_TAKEN:
                     break  # held, or closing
+            if ran == 2:  # a batch: the requests after this one skip call's look at time.time
+                state.time_unpatched = _TIME_ATTRS["time"] is REAL_TIME[0]
             reply = state.call(client, argv)
             if client.net_in > self.request_mark:  # enough bytes came: measure the request
                 self._log_large_request(client, argv, reply)
@@ -301,6 +322,7 @@ class Connection(asyncio.Protocol):
             if client.deferred_pushes:
                 self.flush_deferred_pushes(client)
         self.out = None
+        state.time_unpatched = False  # outside a batch, time.time may be patched at any moment
         self.unchecked = pending  # a turn given way goes on counting
         client.last_interaction_ms = state.now
         if error is not None:

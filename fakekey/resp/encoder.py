@@ -174,20 +174,31 @@ class Encoder:
         raise TypeError(f"cannot encode reply {value!r}")
 
     def _aggregate(self, prefix: bytes, items: Any) -> bytes:
-        enc = self.encode
         count = len(items)
         parts = [prefix, _COUNTS[count] if count < _TABLE_SIZE else b"%d\r\n" % count]
+        self._add_items(parts, items)
+        return b"".join(parts)
+
+    def _add_items(self, parts: list[bytes], items: Any) -> None:
+        """The framed `items` of an aggregate, added to `parts` (joined once, at the end)."""
         for i in items:
+            kind = type(i)
             # bulk strings, the commonest items, are framed inline (no dispatch): header,
             # payload and CRLF as parts of the one join, nothing allocated per item
-            if type(i) is bytes:
+            if kind is bytes:
                 n = len(i)
                 parts.append(BULK_HEADS[n] if n < _TABLE_SIZE else b"$%d\r\n" % n)
                 parts.append(i)
                 parts.append(CRLF)
+            elif kind is list or kind is tuple:  # a nested array (a stream entry...): into the same join
+                n = len(i)
+                parts.append(b"*")
+                parts.append(_COUNTS[n] if n < _TABLE_SIZE else b"%d\r\n" % n)
+                self._add_items(parts, i)
+            elif kind is int:  # the same in RESP2 and RESP3
+                parts.append(INT_WIRES[i] if 0 <= i < _TABLE_SIZE else b":%d\r\n" % i)
             else:
-                parts.append(enc(i))
-        return b"".join(parts)
+                parts.append(self.encode(i))
 
     def _array(self, items: Any) -> bytes:
         return self._aggregate(b"*", items)

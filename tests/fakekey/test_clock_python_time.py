@@ -88,6 +88,24 @@ def test_stream_ids_follow_the_patched_time(patch, client):
         assert client.xadd("s", {"f": "v"}) == f"{START}000-1".encode()
 
 
+@pytest.mark.parametrize("patch", PATCHES)
+def test_pipelined_requests_follow_a_patch_made_between_reads(patch, client):
+    """A batch's requests after its first skip the look at time.time (net/server.py): a
+    batch run before the patch leaves nothing of that behind, and each request of one run
+    under the patch sees it."""
+    with client.pipeline(transaction=False) as pipe:
+        for _ in range(3):
+            pipe.time()
+        assert all(seconds != START for seconds, _ in pipe.execute())
+    with PATCHES[patch]():
+        assert client.time() == (START, 0)
+        with client.pipeline(transaction=False) as pipe:
+            for _ in range(3):
+                pipe.time()
+            assert pipe.execute() == [(START, 0)] * 3
+    assert client.time()[0] != START
+
+
 @pytest.mark.parametrize(("patched", "time_reply"), [
     (1234567890.1234567, (1234567890, 123457)),  # the float is ...123456.7 µs: the nearest is 457
     (1234567890.0000004, (1234567890, 0)),
