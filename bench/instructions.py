@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import hashlib
 import os
 import re
 import shutil
@@ -44,6 +45,20 @@ def encode(*args: Any) -> bytes:
 
 SCRIPT_ONE_CALL = "return redis.call('INCR', KEYS[1])"
 SCRIPT_ONE_CALL_SHA = "61636018f4e6b5817b89791bbed242f93fa089e3"
+SCRIPT_TEN_CALLS = "\n".join([  # bench/run.py's EVALSHA_10CALLS: ten calls over four keys of four types
+    "redis.call('INCR', KEYS[1])",
+    "redis.call('INCRBY', KEYS[1], 2)",
+    "redis.call('HINCRBY', KEYS[2], 'a', 1)",
+    "redis.call('HINCRBY', KEYS[2], 'b', 2)",
+    "redis.call('ZINCRBY', KEYS[3], 1, 'm')",
+    "redis.call('ZADD', KEYS[3], 5, 'n')",
+    "redis.call('LPUSH', KEYS[4], 'x')",
+    "redis.call('LTRIM', KEYS[4], 0, 99)",
+    "redis.call('GET', KEYS[1])",
+    "return redis.call('HGET', KEYS[2], 'a')",
+])
+SCRIPT_TEN_CALLS_SHA = hashlib.sha1(SCRIPT_TEN_CALLS.encode()).hexdigest()
+ZSET_10K = encode("ZADD", "z", *[x for i in range(10000) for x in (i, f"m:{i:012d}")])
 LIBRARY = ("#!lua name=benchlib\n"
            "redis.register_function('bench_incr', function(keys, args) return redis.call('INCR', keys[1]) end)")
 
@@ -62,6 +77,12 @@ WORKLOADS: dict[str, tuple[list[bytes], bytes]] = {
     "ZRANGEBYSCORE": ([encode("ZADD", "z", *[x for i in range(1000) for x in (i, f"m{i}")])],
                       encode("ZRANGE", "z", "500", "+inf", "BYSCORE", "LIMIT", "0", "10")),
     "XADD": ([], encode("XADD", "s", "MAXLEN", "~", "1000", "*", "field", "value")),
+    # a member moved across a 10K set and back, with redis-benchmark's zero-padded numbers
+    # (bench/run.py's ZADD_10K updates or inserts at random)
+    "ZADD_10K": ([ZSET_10K], encode("ZADD", "z", "000000002500", "m:000000007500")
+                 + encode("ZADD", "z", "000000007500", "m:000000007500")),
+    "EVALSHA_10CALLS": ([encode("SCRIPT", "LOAD", SCRIPT_TEN_CALLS)],
+                        encode("EVALSHA", SCRIPT_TEN_CALLS_SHA, 4, "n", "h", "z", "l")),
     "EVALSHA_1CALL": ([encode("SCRIPT", "LOAD", SCRIPT_ONE_CALL)], encode("EVALSHA", SCRIPT_ONE_CALL_SHA, 1, "n")),
     "FCALL_1CALL": ([encode("FUNCTION", "LOAD", "REPLACE", LIBRARY)], encode("FCALL", "bench_incr", 1, "n")),
     # small collections (10 elements, a compact encoding in Valkey)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from itertools import islice
-from typing import Any
+from typing import Any, Final
 
 from fakekey.commands.args import (
     LLONG_MAX,
@@ -72,6 +72,8 @@ KEY_REQUIRED = ReplyError(
 BUSYGROUP = ReplyError("BUSYGROUP Consumer Group name already exists")
 
 # --- ids ------------------------------------------------------------------------------------
+
+_SHORT_MAX: Final = 2**62 - 1  # the largest integer mypyc keeps unboxed
 
 _STRTOULL = re.compile(rb"[ \t\n\v\f\r]*([+-]?)([0-9]+)\Z")
 
@@ -274,9 +276,9 @@ def parse_add_or_trim(c: Client, argv: list[bytes], xadd: bool) -> tuple[TrimArg
         if xadd and argv[i] == b"*":
             break
         more = argc - 1 - i
-        word = argv[i].upper()
+        word = option_word(argv[i])
         if (word == b"MAXLEN" or word == b"MINID") and more:
-            i = parse_strategy(argv, i, more, args)
+            i = parse_strategy(argv, i, more, args, word == b"MAXLEN")
         elif word == b"LIMIT" and more:
             args.limit = parse_int(argv[i + 1])
             if args.limit < 0:
@@ -306,11 +308,17 @@ def parse_add_or_trim(c: Client, argv: list[bytes], xadd: bool) -> tuple[TrimArg
     return args, i
 
 
-def parse_strategy(argv: list[bytes], i: int, more: int, args: TrimArgs) -> int:
+def option_word(raw: bytes) -> bytes:
+    """An option of XADD/XTRIM in upper case (as clients mostly send them: no copy)."""
+    if raw == b"MAXLEN" or raw == b"MINID" or raw == b"LIMIT" or raw == b"NOMKSTREAM":
+        return raw
+    return raw.upper()
+
+
+def parse_strategy(argv: list[bytes], i: int, more: int, args: TrimArgs, by_length: bool) -> int:
     """MAXLEN|MINID [~|=] threshold at argv[i]; returns the index of the threshold."""
     if args.trims:
         raise ReplyError("ERR syntax error, MAXLEN and MINID options at the same time are not compatible")
-    by_length = argv[i].upper() == b"MAXLEN"
     args.approx = False
     if more >= 2 and argv[i + 1] == b"~":
         args.approx = True
@@ -328,7 +336,8 @@ def parse_strategy(argv: list[bytes], i: int, more: int, args: TrimArgs) -> int:
 
 def default_trim_limit(c: Client) -> int:
     """`~` without LIMIT: at most 100 nodes' worth of entries, capped both ways."""
-    limit = 100 * c.state.config.values["stream-node-max-entries"]
+    entries: int = c.state.config.values["stream-node-max-entries"]  # typed: native arithmetic compiled
+    limit = 100 * entries
     if limit <= 0:
         return 10000
     return min(limit, 1000000)
@@ -338,6 +347,11 @@ def generate_id(s: StreamValue, args: TrimArgs, now: int) -> StreamID:
     """The id of a new entry (`*`, `ms-*` or explicit), or the XADD error."""
     last = s.last_id
     if not args.id_given:
+        ms, seq = last
+        if now > ms:  # `*`, the common case: always past the last id, no check to make
+            return (now, 0)
+        if seq < _SHORT_MAX:  # native integers compiled, unlike U64_MAX's comparisons
+            return (ms, seq + 1)
         sid = (now, 0) if now > last[0] else next_id(last)
     elif args.seq_given:
         sid = args.id
@@ -389,7 +403,7 @@ def xadd(c: Client, argv: list[bytes]) -> Any:
             db.set_value(key, s)  # Valkey has already stored the empty stream
         raise TOO_LARGE
     append_entry(c, key, s, created, sid, pairs, args)
-    return format_id(sid)
+    return s.last_id_text()  # sid, formatted
 
 
 def append_entry(c: Client, key: bytes, s: StreamValue, created: bool, sid: StreamID,

@@ -213,12 +213,30 @@ def parse_score(raw: bytes) -> float:
     """A ZADD score: plain digits (the common form) go straight to float(), whose
     result is then exact and in range, and so does a short plain decimal; anything else
     through getDoubleFromObject's checks."""
+    digits = _digits_value(raw)
+    if digits >= 0:
+        return float(digits)
     value = try_int(raw) if len(raw) < 16 else None  # below 2**53: exact as a float
     if value is not None:
         return float(value)
     if _short_decimal(raw):
         return float(raw)
     return parse_float(raw)
+
+
+def _digits_value(raw: bytes) -> int:
+    """The value of `raw` when it is 1 to 15 decimal digits, leading zeros allowed (as
+    redis-benchmark pads its numbers), exact as a float; else -1."""
+    size = len(raw)
+    if not 0 < size <= 15:
+        return -1
+    value = 0
+    for i in range(size):
+        c = raw[i]
+        if not 48 <= c <= 57:
+            return -1
+        value = value * 10 + c - 48
+    return value
 
 
 def _short_decimal(raw: bytes) -> bool:
@@ -282,7 +300,7 @@ def zadd_generic(c: Client, argv: list[bytes], flags: int) -> Any:
                 zs.insert(member, score, limits)
                 added += 1
             elif score != current:
-                zs.update(member, score)
+                zs.update(member, score, current)
                 updated += 1
     else:
         for i in range(len(members)):
@@ -329,7 +347,7 @@ def zadd_one(
         return "nop", score
     if score == current:
         return "same", score
-    zs.update(member, score)
+    zs.update(member, score, current)
     return "updated", score
 
 
@@ -340,9 +358,17 @@ def zadd_one(
          summary="Adds members with scores to a sorted set or updates their scores (NX, XX, "
          "GT, LT, CH, INCR); creates the key if needed.")
 def zadd(c: Client, argv: list[bytes]) -> Any:
-    if len(argv) == 4 and argv[2].upper() not in _ZADD_OPTIONS:
+    if len(argv) == 4 and _not_an_option(argv[2]):
         return zadd_single(c, argv[1], parse_score(argv[2]), argv[3])
     return zadd_generic(c, argv, 0)
+
+
+def _not_an_option(raw: bytes) -> bool:
+    """Whether ZADD's argument cannot be one of its options: a score in digits (the
+    commonest) is not, without upper-casing it."""
+    if raw and 48 <= raw[0] <= 57:
+        return True
+    return raw.upper() not in _ZADD_OPTIONS
 
 
 def zadd_single(c: Client, key: bytes, score: float, member: bytes) -> int:
@@ -363,7 +389,7 @@ def zadd_single(c: Client, key: bytes, score: float, member: bytes) -> int:
         zs.insert(member, score, listpack_limits)
         added = 1
     elif score != current:
-        zs.update(member, score)
+        zs.update(member, score, current)
         added = 0
     else:
         return 0

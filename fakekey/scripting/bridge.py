@@ -118,6 +118,21 @@ def number_argument(value: int | float) -> bytes:
     return format_double(number)
 
 
+# the text of small integers, the commonest numbers scripts pass (increments, indexes)
+_SMALL_INT_TEXT: Final = tuple(b"%d" % n for n in range(256))
+_SHORT_MAX: Final = 2**62 - 1  # compiled, an int within it compares natively
+
+
+def integer_argument(value: int) -> bytes:
+    """number_argument of an integer: a small one from a table, one within ±2**62 as
+    its digits (without bytes' % formatting, a generic call compiled)."""
+    if 0 <= value < 256:
+        return _SMALL_INT_TEXT[value]
+    if -_SHORT_MAX <= value <= _SHORT_MAX:
+        return str(value).encode()
+    return number_argument(value)
+
+
 def _argv(args: tuple) -> list[bytes] | tuple:
     """redis.call's arguments as a command's argv (numbers printed as Valkey prints them),
     or the outcome for Lua when there are none or one is neither a string nor a number."""
@@ -128,9 +143,9 @@ def _argv(args: tuple) -> list[bytes] | tuple:
         kind = type(arg)
         if kind is bytes:
             argv.append(arg)
-        elif kind is int and -_LL_HALF <= arg <= _LL_HALF:  # the common number: inline
-            argv.append(b"%d" % arg)
-        elif kind is int or kind is float:
+        elif kind is int:  # the common number
+            argv.append(integer_argument(arg))
+        elif kind is float:
             argv.append(number_argument(arg))
         else:
             return (2, BAD_ARGUMENT, False)
@@ -146,6 +161,9 @@ def _argv(args: tuple) -> list[bytes] | tuple:
 # 12 verbatim (see the bootstrap's `decode`).
 
 _MAX_TUPLE: Final = 7000
+
+
+_OK_STATUS: Final = (1, b"OK")  # the commonest status reply, made once
 
 
 def lua_error_text(message: bytes) -> bytes:
@@ -168,7 +186,7 @@ def reply_to_lua(reply: Any, resp3: bool) -> tuple:
     if reply is None or kind is _NullArray:
         return (0, None if resp3 else False)
     if kind is Simple:
-        return (1, bytes(reply))
+        return _OK_STATUS if reply == b"OK" else (1, bytes(reply))
     if isinstance(reply, ReplyError):
         return (2, lua_error_text(reply.message), True)
     if kind is bool:

@@ -50,6 +50,10 @@ def format_id(sid: StreamID) -> bytes:
     return f"{sid[0]}-{sid[1]}".encode()  # compiled, faster than bytes' % formatting
 
 
+# the text of the small sequence numbers, which most generated ids carry
+_SEQ_TEXT: Final = tuple(str(seq).encode() for seq in range(256))
+
+
 def next_id(sid: StreamID) -> StreamID | None:
     """The successor of `sid`, or None past the last possible id."""
     ms, seq = sid
@@ -124,13 +128,17 @@ def _elements_size(items: Pairs, start: int, step: int = 2) -> int:
     """The listpack bytes of items[start::step] (of pairs: the fields from 0, the values
     from 1)."""
     total = 0
-    for i in range(start, len(items), step):
+    i, end = start, len(items)
+    while i < end:  # compiled, a range() with a variable step is a generic Python range
         total += _element_size(items[i])
+        i += step
     return total
 
 
 def _as_int64(delta: int) -> int:
     """An unsigned 64-bit difference as the signed integer the listpack stores."""
+    if -0x3FFFFFFFFFFFFFFF <= delta <= 0x3FFFFFFFFFFFFFFF:  # the common case: itself (native compiled)
+        return delta
     delta &= U64_MAX
     return delta - 2**64 if delta >= 2**63 else delta
 
@@ -357,7 +365,7 @@ class StreamValue:
 
     TYPE_NAME = "stream"
     __slots__ = ("nodes", "masters", "length", "first_id", "last_id", "max_deleted",
-                 "entries_added", "groups")
+                 "entries_added", "groups", "text_ms", "text_prefix")
 
     def __init__(self) -> None:
         self.nodes: list[Node] = []
@@ -368,6 +376,8 @@ class StreamValue:
         self.max_deleted: StreamID = MIN_ID  # greatest id ever XDELed
         self.entries_added = 0
         self.groups: dict[bytes, Group] = {}
+        self.text_ms = -1  # the ms part whose text (`ms-`) text_prefix caches, for last_id_text
+        self.text_prefix = b""
 
     def __len__(self) -> int:
         return self.length
@@ -412,6 +422,15 @@ class StreamValue:
         if tail.nbytes() + pairs_bytes(pairs) >= max_bytes:
             return True
         return bool(max_entries) and tail.live + tail.deleted >= max_entries
+
+    def last_id_text(self) -> bytes:
+        """format_id(last_id), the reply of XADD: the `ms-` part is formatted once per
+        millisecond, a small sequence number comes from a table."""
+        ms, seq = self.last_id
+        if ms != self.text_ms:
+            self.text_ms = ms
+            self.text_prefix = f"{ms}-".encode()
+        return self.text_prefix + (_SEQ_TEXT[seq] if seq < 256 else str(seq).encode())
 
     # --- reading ------------------------------------------------------------------------
 

@@ -33,7 +33,9 @@ EXPECTED_LAST = {
     "HSET": b":0\r\n",  # the field exists after the first
     "ZADD": b":0\r\n",  # an update of a member's score
     "ZRANGEBYSCORE": b"*10\r\n",
+    "ZADD_10K": b":0\r\n:0\r\n",  # a pair of updates
     "EVALSHA_1CALL": b":6\r\n",
+    "EVALSHA_10CALLS": b"$1\r\n6\r\n",  # HGET of a field the script increments by 1
     "FCALL_1CALL": b":6\r\n",
     "HGET10": b"$6\r\nvalue7\r\n",
     "HSET10": b":0\r\n",
