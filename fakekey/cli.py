@@ -703,16 +703,30 @@ def quote_url(text: str) -> str:
 def _run_child(command: list[str], env: dict[str, str]) -> int:
     import subprocess
 
-    try:
-        child = subprocess.Popen(command, env=env)
-    except OSError as err:  # not found, not executable: the shell's statuses
-        print(f"fakekey-server run: {command[0]}: {err.strerror}", file=sys.stderr)
-        return 127 if isinstance(err, FileNotFoundError) else 126
+    # the handlers go in before the child starts: a signal sent as soon as the child is up
+    # (it may answer before Popen returns) is held, then passed on
+    children: list[subprocess.Popen[bytes]] = []
+    held: list[int] = []
+
+    def forward(received: int, _frame: object) -> None:
+        if children:
+            children[0].send_signal(received)
+        else:
+            held.append(received)
+
     previous = {}
     for name in FORWARDED_SIGNALS:
         signum = getattr(signal, name)
-        previous[signum] = signal.signal(signum, lambda received, _frame: child.send_signal(received))
+        previous[signum] = signal.signal(signum, forward)
     try:
+        try:
+            children.append(subprocess.Popen(command, env=env))
+        except OSError as err:  # not found, not executable: the shell's statuses
+            print(f"fakekey-server run: {command[0]}: {err.strerror}", file=sys.stderr)
+            return 127 if isinstance(err, FileNotFoundError) else 126
+        child = children[0]
+        for received in held:
+            child.send_signal(received)
         status = child.wait()
     finally:
         for signum, handler in previous.items():
