@@ -14,13 +14,11 @@ import grp
 import io
 import os
 import re
-import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,15 +40,6 @@ def kind(request: pytest.FixtureRequest) -> str:
         pytest.skip("no valkey-server binary")
     return request.param
 
-
-@pytest.fixture
-def folder() -> Iterator[Path]:
-    """A folder with a short path (pytest's tmp_path can be too long for a socket)."""
-    path = tempfile.mkdtemp(prefix="fkus", dir="/tmp")
-    try:
-        yield Path(path)
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def command_line(kind: str) -> list[str]:
@@ -79,12 +68,12 @@ class Spawned:
 
 
 @contextlib.contextmanager
-def spawned(kind: str, folder: Path, *flags: str, port: int | None = None) -> Iterator[Spawned]:
-    """A server on a free TCP port (or `port`) and on folder/s.sock, killed on exit
+def spawned(kind: str, socket_folder: Path, *flags: str, port: int | None = None) -> Iterator[Spawned]:
+    """A server on a free TCP port (or `port`) and on socket_folder/s.sock, killed on exit
     whatever happened."""
-    path, log = folder / "s.sock", folder / "server.log"
+    path, log = socket_folder / "s.sock", socket_folder / "server.log"
     args = [*command_line(kind), "--port", str(free_port() if port is None else port),
-            "--unixsocket", str(path), "--save", "", "--dir", str(folder), *flags]
+            "--unixsocket", str(path), "--save", "", "--dir", str(socket_folder), *flags]
     with log.open("wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     server = Spawned(proc, path, log)
@@ -134,10 +123,10 @@ def own_group() -> str:
     return grp.getgrgid(os.getgid()).gr_name
 
 
-def test_socket_clients(kind: str, folder: Path) -> None:
+def test_socket_clients(kind: str, socket_folder: Path) -> None:
     """One server, a client in RESP2 then one in RESP3 (a server process each would
     double the run time for nothing the protocol changes)."""
-    with spawned(kind, folder, "--unixsocketperm", "740", "--unixsocketgroup", own_group(),
+    with spawned(kind, socket_folder, "--unixsocketperm", "740", "--unixsocketgroup", own_group(),
                  "--protected-mode", "yes") as server:
         mode = server.path.stat()
         assert stat.S_ISSOCK(mode.st_mode)
@@ -179,8 +168,8 @@ def check_socket_client(server: Spawned, protocol: int) -> None:
         assert listeners["listener0"]["name"] == "tcp"
 
 
-def test_port_0_listens_on_the_socket_alone_and_auth_is_as_over_tcp(kind: str, folder: Path) -> None:
-    with spawned(kind, folder, "--requirepass", "pw", port=0) as server:
+def test_port_0_listens_on_the_socket_alone_and_auth_is_as_over_tcp(kind: str, socket_folder: Path) -> None:
+    with spawned(kind, socket_folder, "--requirepass", "pw", port=0) as server:
         with socket.socket(socket.AF_UNIX) as sock:  # (raw: redis-py retries a refused HELLO)
             sock.settimeout(10)
             sock.connect(str(server.path))
@@ -211,18 +200,18 @@ def test_port_0_listens_on_the_socket_alone_and_auth_is_as_over_tcp(kind: str, f
     assert "* Ready to accept connections tcp" not in lines
 
 
-def test_what_was_at_the_path_is_replaced(kind: str, folder: Path) -> None:
-    (folder / "s.sock").write_text("not a socket")  # even a regular file goes, as in Valkey
-    with spawned(kind, folder) as server:
+def test_what_was_at_the_path_is_replaced(kind: str, socket_folder: Path) -> None:
+    (socket_folder / "s.sock").write_text("not a socket")  # even a regular file goes, as in Valkey
+    with spawned(kind, socket_folder) as server:
         assert stat.S_ISSOCK(server.path.stat().st_mode)
         with server.client() as client:
             assert client.ping() is True
 
 
-def start_refused(kind: str, folder: Path, *flags: str) -> list[str]:
+def start_refused(kind: str, socket_folder: Path, *flags: str) -> list[str]:
     """A start that fails at the socket: exit status 1 and its warning lines (fakekey's
     `main` runs in this process: the same code without a Python start-up)."""
-    args = ["--port", str(free_port()), "--save", "", "--dir", str(folder), *flags]
+    args = ["--port", str(free_port()), "--save", "", "--dir", str(socket_folder), *flags]
     if kind == "fakekey":
         out = io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
@@ -235,14 +224,14 @@ def start_refused(kind: str, folder: Path, *flags: str) -> list[str]:
     return [line for line in LOG_PREFIX.sub("", stdout).splitlines() if line.startswith("# Failed")]
 
 
-def test_a_socket_that_cannot_be_opened_stops_the_start(kind: str, folder: Path) -> None:
-    missing = folder / "missing" / "s.sock"
-    assert start_refused(kind, folder, "--unixsocket", str(missing)) == [
+def test_a_socket_that_cannot_be_opened_stops_the_start(kind: str, socket_folder: Path) -> None:
+    missing = socket_folder / "missing" / "s.sock"
+    assert start_refused(kind, socket_folder, "--unixsocket", str(missing)) == [
         "# Failed opening Unix socket: bind: No such file or directory"]
     long_path = "/tmp/" + "x" * 110
-    assert start_refused(kind, folder, "--unixsocket", long_path) == [
+    assert start_refused(kind, socket_folder, "--unixsocket", long_path) == [
         "# Failed opening Unix socket: unix socket path too long (115), must be under 108"]
-    path = folder / "g.sock"
-    assert start_refused(kind, folder, "--unixsocket", str(path), "--unixsocketgroup", "no-such-group-fk") == [
+    path = socket_folder / "g.sock"
+    assert start_refused(kind, socket_folder, "--unixsocket", str(path), "--unixsocketgroup", "no-such-group-fk") == [
         "# Failed opening Unix socket: getgrnam error for group 'no-such-group-fk': Success"]
     assert stat.S_ISSOCK(path.stat().st_mode)  # bound before the group was looked up: left, as Valkey

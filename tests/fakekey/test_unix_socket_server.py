@@ -7,12 +7,9 @@ the behaviour itself against a real valkey-server."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import socket
 import stat
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,18 +20,8 @@ from fakekey.net.sockets import UnixSocketFailure
 from fakekey.testing.targets import free_port
 
 
-@pytest.fixture
-def folder() -> Iterator[Path]:
-    """A folder with a short path (a socket's path holds at most 107 bytes)."""
-    path = tempfile.mkdtemp(prefix="fkus", dir="/tmp")
-    try:
-        yield Path(path)
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def test_a_server_listens_on_tcp_and_on_its_socket(folder: Path) -> None:
-    path = folder / "s.sock"
+def test_a_server_listens_on_tcp_and_on_its_socket(socket_folder: Path) -> None:
+    path = socket_folder / "s.sock"
     with fakekey.Server(unixsocket=str(path), unixsocketperm=700) as srv:
         assert srv.url.startswith("redis://127.0.0.1:") and srv.port
         assert srv.unix_socket_path == str(path)
@@ -47,8 +34,8 @@ def test_a_server_listens_on_tcp_and_on_its_socket(folder: Path) -> None:
     assert not path.exists()
 
 
-def test_port_0_with_a_socket_is_the_socket_alone(folder: Path) -> None:
-    path = folder / "s.sock"
+def test_port_0_with_a_socket_is_the_socket_alone(socket_folder: Path) -> None:
+    path = socket_folder / "s.sock"
     with fakekey.Server(port=0, unixsocket=str(path)) as srv:
         assert srv.port == 0 and srv.url == f"unix://{path}"
         with redis.Redis.from_url(srv.url) as client:
@@ -62,26 +49,26 @@ def test_port_0_with_a_socket_is_the_socket_alone(folder: Path) -> None:
     assert not path.exists()
 
 
-def test_a_relative_path_is_in_dir(folder: Path) -> None:
-    with fakekey.Server(port=0, unixsocket="s.sock", dir=str(folder)) as srv:
-        with redis.Redis(unix_socket_path=str(folder / "s.sock")) as client:
+def test_a_relative_path_is_in_dir(socket_folder: Path) -> None:
+    with fakekey.Server(port=0, unixsocket="s.sock", dir=str(socket_folder)) as srv:
+        with redis.Redis(unix_socket_path=str(socket_folder / "s.sock")) as client:
             assert client.ping() is True
             assert client.config_get("unixsocket") == {"unixsocket": "s.sock"}
         assert srv.unix_socket_path == "s.sock"
-    assert not (folder / "s.sock").exists()
+    assert not (socket_folder / "s.sock").exists()
 
 
-def test_a_socket_that_cannot_be_opened_fails_the_start(folder: Path) -> None:
+def test_a_socket_that_cannot_be_opened_fails_the_start(socket_folder: Path) -> None:
     port = free_port()
-    srv = fakekey.Server(port=port, unixsocket=str(folder / "missing" / "s.sock"))
+    srv = fakekey.Server(port=port, unixsocket=str(socket_folder / "missing" / "s.sock"))
     with pytest.raises(UnixSocketFailure, match="^bind: No such file or directory$"):
         srv.start()
     with socket.socket() as probe:  # its TCP port was let go
         probe.bind(("127.0.0.1", port))
 
 
-def test_fake_server_takes_a_socket(folder: Path) -> None:
-    path = folder / "s.sock"
+def test_fake_server_takes_a_socket(socket_folder: Path) -> None:
+    path = socket_folder / "s.sock"
     server = fakekey.FakeServer(unixsocket=str(path))
     try:
         fake = fakekey.FakeRedis(server=server)
@@ -93,8 +80,8 @@ def test_fake_server_takes_a_socket(folder: Path) -> None:
     assert not path.exists()
 
 
-def test_start_async_serves_the_socket_in_the_running_loop(folder: Path) -> None:
-    path = folder / "s.sock"
+def test_start_async_serves_the_socket_in_the_running_loop(socket_folder: Path) -> None:
+    path = socket_folder / "s.sock"
 
     async def scenario() -> bytes:
         async with fakekey.Server(port=0, unixsocket=str(path)):
@@ -109,12 +96,12 @@ def test_start_async_serves_the_socket_in_the_running_loop(folder: Path) -> None
     assert not path.exists()
 
 
-def test_fakekey_server_run_on_the_socket_alone(folder: Path) -> None:
+def test_fakekey_server_run_on_the_socket_alone(socket_folder: Path) -> None:
     """`fakekey-server run --port 0 --unixsocket PATH -- CMD`: REDIS_URL names the socket
     (with the password); without --port, a free TCP port as ever."""
     from fakekey.cli import run_with_server
 
-    path = folder / "s.sock"
+    path = socket_folder / "s.sock"
     check = ("import os, redis; url = os.environ['REDIS_URL']; "
              "assert url == 'unix://%s?password=p%%2Fw', url; "
              "assert redis.Redis.from_url(url).ping()" % path)
