@@ -905,6 +905,20 @@ def pipeline_set_flood(run: Run) -> None:
         writer.join()
 
 
+@scenario("multi-queue-flood", "one connection writes MULTI and N INCRs in one burst, then reads")
+def multi_queue_flood(run: Run) -> None:
+    """Queueing, not EXEC: each read counts the queue against the query buffer limit, which
+    must not mean summing the whole queue again at every read."""
+    flooder = run.connect()
+    burst = encode_command("MULTI") + encode_command("INCR", "n") * run.size
+    writer = threading.Thread(target=flooder.send_raw, args=(burst,), daemon=True)
+    with run.watched():
+        writer.start()
+        drain_replies(flooder, run.size + 1, None)
+        writer.join()
+    flooder.call("DISCARD")
+
+
 @scenario("exec-long-queue", "MULTI, N INCRs queued, then EXEC (atomic on both servers)")
 def exec_long_queue(run: Run) -> None:
     conn = run.connect()

@@ -217,16 +217,20 @@ class Connection(asyncio.Protocol):
     def _queued_bytes(self, client: Client) -> int:
         """The arguments waiting in a MULTI queue count against the query buffer limit,
         as in Valkey (argument bytes plus a pointer per argument). Summed incrementally:
-        `_queued` remembers (entries counted, their bytes, the last entry counted)."""
+        `_queued` remembers (entries counted, their bytes, the arguments of the last one
+        counted: a list, whose identity compiled code keeps, where a tuple's it does not)."""
         queue = client.multi_queue
         if not queue or client.watch_dirty:  # a dirty transaction's queue is freed
             return 0
         counted, total, last = self._queued
-        if counted > len(queue) or (counted and queue[counted - 1] is not last):
+        if counted > len(queue) or (counted and queue[counted - 1][1] is not last):
             counted, total = 0, 0  # a different queue since the last count
-        for _, argv in queue[counted:]:
-            total += sum(map(len, argv)) + 8 * len(argv)
-        self._queued = (len(queue), total, queue[-1])
+        for at in range(counted, len(queue)):
+            argv = queue[at][1]
+            for arg in argv:
+                total += len(arg)
+            total += 8 * len(argv)
+        self._queued = (len(queue), total, queue[-1][1])
         return total
 
     # --- the request cycle -----------------------------------------------------------------

@@ -80,3 +80,31 @@ def test_a_gone_or_failing_connection_holds_back_no_one():
         assert healthy.sent == [b"+reply\r\n", b"+later\r\n"]
 
     uvloop.run(scenario())
+
+
+def test_a_multi_queue_is_summed_once_against_the_query_limit():
+    """Each read counts a MULTI queue's bytes against client-query-buffer-limit: the sum
+    is kept, so a read adds only the commands queued since the last one (summing the whole
+    queue on every read made queueing 100,000 commands quadratic)."""
+    async def scenario() -> None:
+        state = new_state(Config())
+        connection = connect(state, Transport())
+        connection.data_received(b"MULTI\r\n" + b"INCR n\r\n" * 3)
+        await asyncio.sleep(0)
+        client = connection.client
+        assert client is not None and len(client.multi_queue) == 3
+        counted = connection._queued_bytes(client)
+        assert counted == 3 * (len(b"INCR") + len(b"n") + 2 * 8)
+        # an entry already counted is not read again ...
+        client.multi_queue[0][1].append(b"x" * 100)
+        assert connection._queued_bytes(client) == counted
+        # ... a new one is added ...
+        connection.data_received(b"INCR n\r\n")
+        await asyncio.sleep(0)
+        assert connection._queued_bytes(client) == counted * 4 // 3
+        # ... and another transaction's queue is counted from its start
+        connection.data_received(b"DISCARD\r\nMULTI\r\nINCR n\r\n")
+        await asyncio.sleep(0)
+        assert connection._queued_bytes(client) == counted // 3
+
+    uvloop.run(scenario())
