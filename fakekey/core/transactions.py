@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from fakekey.core.commandlog import LARGE_REPLY, SETTINGS
 from fakekey.core.monitor import log_command
+from fakekey.resp.encoder import join_after
 from fakekey.resp.replies import NO_REPLY, OK, Raw, ReplyError
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def run_queued(c: Client, queue: list[tuple[Command, list[bytes]]], start: int, 
         if not paused:
             state.deny_blocking = False
     c.cmd = state.registry.lookup(b"exec")
-    return Raw(header + b"".join(wire))
+    return Raw(join_after(header, wire))
 
 
 class LateEntries:
