@@ -98,7 +98,7 @@ def sadd(c: Client, argv: list[bytes]) -> Any:
         s = SetValue.create(members[0], len(members), limits)
     else:
         s.grow_for(len(members), limits)
-    added = sum(s.add(member, limits) for member in members)
+    added = s.add_all(members, limits)
     if created:
         c.db.set_value(key, s, event="sadd", klass="s")
     elif added:

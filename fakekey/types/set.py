@@ -160,6 +160,23 @@ class _Members:
         self.log_seqs.append(seq)
         self.sorted = None
 
+    def insert_new(self, members: list[bytes]) -> int:
+        """`insert` those of `members` not held yet (a repeat counts once); how many."""
+        seqs = self.seq
+        log = self.log
+        log_seqs = self.log_seqs
+        first = seq = self.next
+        for member in members:
+            if member not in seqs:
+                seqs[member] = seq
+                log.append(member)
+                log_seqs.append(seq)
+                seq += 1
+        if seq != first:
+            self.next = seq
+            self.sorted = None
+        return seq - first
+
     def remove(self, member: bytes) -> bool:
         if self.seq.pop(member, None) is None:
             return False
@@ -294,6 +311,19 @@ class SetValue:
             self._convert(HASHTABLE)
         self._insert(member)
         return True
+
+    def add_all(self, members: list[bytes], limits: SetLimits) -> int:
+        """`add` each of `members`; how many were new. A hashtable adds them in one loop
+        (a SADD of a million members spent half its time in the per-member calls); an
+        intset or listpack, packed or not, may convert on the way."""
+        held = self._members
+        if self.enc != HASHTABLE or held is None:
+            added = 0
+            for member in members:
+                if self.add(member, limits):
+                    added += 1
+            return added
+        return held.insert_new(members)
 
     def remove(self, member: bytes) -> bool:
         """Remove one member; False if absent. The encoding never converts back."""

@@ -72,6 +72,18 @@ def test_sadd_counts_only_new_members(r):
     assert r.call("SISMEMBER", "e", "") == (":", 1)
 
 
+def test_sadd_of_many_members_to_a_hashtable_counts_each_new_one_once(r):
+    members = [f"m{i % 300}" for i in range(400)]  # 300 distinct, 100 repeats
+    assert r.call("SADD", "h", *members) == (":", 300)
+    assert r.call("OBJECT", "ENCODING", "h")[1] == b"hashtable"
+    assert r.call("SADD", "h", "m0", "new", "new", "m299") == (":", 1)
+    assert r.call("SCARD", "h") == (":", 301)
+    held = sorted(value for _, value in r.call("SMEMBERS", "h")[1])
+    assert held == sorted(m.encode() for m in {*members, "new"})
+    picks = [value for _, value in r.call("SRANDMEMBER", "h", -50)[1]]
+    assert len(picks) == 50 and set(picks) <= set(held)
+
+
 def test_srem_counts_and_deletes_emptied_set(r):
     r.call("SADD", "s", "a", "b", "c")
     assert r.call("SREM", "s", "a", "zz", "a") == (":", 1)
