@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from itertools import islice
 from typing import Any, Final
 
 from fakekey.resp.replies import (
@@ -35,6 +36,7 @@ INT_WIRES: Final = tuple([b":%d\r\n" % n for n in range(_TABLE_SIZE)])
 # parts joined at a time: bytes.join takes an 80-byte buffer view of every part first, and
 # for a million-key reply (three million parts) paging those in cost more than the copy
 JOIN_RUN: Final = 4096
+SMALL_AGGREGATE: Final = 256  # items: a bigger aggregate is framed a slice at a time, in runs
 
 
 # Valkey's d2string prints an integral double with |d| <= LLONG_MAX/2 (2**62 as a double)
@@ -179,13 +181,21 @@ class Encoder:
     def _aggregate(self, prefix: bytes, items: Any) -> bytes:
         count = len(items)
         parts = [prefix, _COUNTS[count] if count < _TABLE_SIZE else b"%d\r\n" % count]
+        if count <= SMALL_AGGREGATE:  # most replies: one join
+            self._add_items(parts, items)
+            return b"".join(parts)
         runs: list[bytes] = []
-        self._add_items(parts, runs, items)
-        return joined(parts, runs)
+        rest = iter(items)
+        for _ in range(0, count, SMALL_AGGREGATE):
+            self._add_items(parts, islice(rest, SMALL_AGGREGATE))
+            if len(parts) >= JOIN_RUN:
+                runs.append(b"".join(parts))
+                parts.clear()
+        runs.append(b"".join(parts))
+        return b"".join(runs)
 
-    def _add_items(self, parts: list[bytes], runs: list[bytes], items: Any) -> None:
-        """The framed `items` of an aggregate, added to `parts`; every JOIN_RUN parts are
-        joined into `runs` (see `joined`)."""
+    def _add_items(self, parts: list[bytes], items: Any) -> None:
+        """The framed `items` of an aggregate, added to `parts` (joined by the caller)."""
         for i in items:
             kind = type(i)
             # bulk strings, the commonest items, are framed inline (no dispatch): header,
@@ -195,18 +205,18 @@ class Encoder:
                 parts.append(BULK_HEADS[n] if n < _TABLE_SIZE else b"$%d\r\n" % n)
                 parts.append(i)
                 parts.append(CRLF)
-            elif kind is list or kind is tuple:  # a nested array (a stream entry...): into the same join
+            elif kind is list or kind is tuple:  # a nested array (a stream entry...)
                 n = len(i)
-                parts.append(b"*")
+                if n > SMALL_AGGREGATE:  # joined in runs of its own
+                    parts.append(self._aggregate(b"*", i))
+                    continue
+                parts.append(b"*")  # else into the same join
                 parts.append(_COUNTS[n] if n < _TABLE_SIZE else b"%d\r\n" % n)
-                self._add_items(parts, runs, i)
+                self._add_items(parts, i)
             elif kind is int:  # the same in RESP2 and RESP3
                 parts.append(INT_WIRES[i] if 0 <= i < _TABLE_SIZE else b":%d\r\n" % i)
             else:
                 parts.append(self.encode(i))
-            if len(parts) >= JOIN_RUN:
-                runs.append(b"".join(parts))
-                parts.clear()
 
     def _array(self, items: Any) -> bytes:
         return self._aggregate(b"*", items)
@@ -221,7 +231,7 @@ class Encoder:
     def _pairs(self, head: bytes, d: Any) -> bytes:
         enc = self.encode
         parts = [head]
-        runs: list[bytes] = []
+        runs: list[bytes] | None = None  # a big map's parts, JOIN_RUN at a time
         for k, v in d.items():
             if type(k) is bytes and type(v) is bytes:  # a field and its value: inline
                 n = len(k)
@@ -236,9 +246,14 @@ class Encoder:
                 parts.append(enc(k))
                 parts.append(enc(v))
             if len(parts) >= JOIN_RUN:
+                if runs is None:
+                    runs = []
                 runs.append(b"".join(parts))
                 parts.clear()
-        return joined(parts, runs)
+        if runs is None:
+            return b"".join(parts)
+        runs.append(b"".join(parts))
+        return b"".join(runs)
 
 
 def join_after(head: bytes, parts: list[bytes]) -> bytes:
@@ -248,14 +263,6 @@ def join_after(head: bytes, parts: list[bytes]) -> bytes:
     runs = [head]
     for start in range(0, len(parts), JOIN_RUN):
         runs.append(b"".join(parts[start:start + JOIN_RUN]))
-    return b"".join(runs)
-
-
-def joined(parts: list[bytes], runs: list[bytes]) -> bytes:
-    """The bytes of `runs` (parts joined already, JOIN_RUN at a time) then `parts`."""
-    if not runs:
-        return b"".join(parts)
-    runs.append(b"".join(parts))
     return b"".join(runs)
 
 
