@@ -40,6 +40,8 @@ class AccessTimes:
         self.marks: dict[bytes, Any] = {}  # a run's first key -> the run's stamp
         self.runs: list[Any] | None = None  # each shard's last run's stamp (None: none open)
         self.second = -1  # the second `shared` stands for
+        # Any, never int: stamps are compared by identity (`is not stamp`), and compiled
+        # code boxes an int-typed value anew at each read, so no stamp would ever match
         self.shared: Any = 0
 
     # --- the write funnel and lookups ------------------------------------------------------
