@@ -894,29 +894,29 @@ def pipeline_ping_flood(run: Run) -> None:
         writer.join()
 
 
-@scenario("pipeline-set-flood", "one connection writes N SETs in one burst, then reads")
-def pipeline_set_flood(run: Run) -> None:
+def flood(run: Run, burst: bytes, replies: int, each: bytes | None) -> Conn:
+    """One connection writes `burst` while it reads its `replies`, watched; the connection."""
     flooder = run.connect()
-    burst = b"".join(encode_command("SET", f"k{i}", "v") for i in range(run.size))
     writer = threading.Thread(target=flooder.send_raw, args=(burst,), daemon=True)
     with run.watched():
         writer.start()
-        drain_replies(flooder, run.size, b"+OK\r\n")
+        drain_replies(flooder, replies, each)
         writer.join()
+    return flooder
+
+
+@scenario("pipeline-set-flood", "one connection writes N SETs in one burst, then reads")
+def pipeline_set_flood(run: Run) -> None:
+    burst = b"".join(encode_command("SET", f"k{i}", "v") for i in range(run.size))
+    flood(run, burst, run.size, b"+OK\r\n")
 
 
 @scenario("multi-queue-flood", "one connection writes MULTI and N INCRs in one burst, then reads")
 def multi_queue_flood(run: Run) -> None:
     """Queueing, not EXEC: each read counts the queue against the query buffer limit, which
     must not mean summing the whole queue again at every read."""
-    flooder = run.connect()
     burst = encode_command("MULTI") + encode_command("INCR", "n") * run.size
-    writer = threading.Thread(target=flooder.send_raw, args=(burst,), daemon=True)
-    with run.watched():
-        writer.start()
-        drain_replies(flooder, run.size + 1, None)
-        writer.join()
-    flooder.call("DISCARD")
+    flood(run, burst, run.size + 1, None).call("DISCARD")
 
 
 @scenario("exec-long-queue", "MULTI, N INCRs queued, then EXEC (atomic on both servers)")

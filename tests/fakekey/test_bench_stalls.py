@@ -35,7 +35,7 @@ ASKED_FOR = [
     "unlink-big", "swapdb", "keys", "scan-start", "eviction", "tracking", "tracking-max-keys",
     "client-list", "pubsub-channels", "blocked-many-keys", "save", "bgsave", "bgrewriteaof",
     "load-at-start", "setrange-512mb", "sort-1m", "sadd-1m-args", "zadd-1m-args", "hset-1m-args",
-    "pipeline-ping-flood", "pipeline-set-flood", "exec-long-queue",
+    "pipeline-ping-flood", "pipeline-set-flood", "multi-queue-flood", "exec-long-queue",
 ]
 
 
@@ -96,7 +96,7 @@ def test_an_unsupported_command_becomes_an_error_row() -> None:
     assert result.error.startswith("ERR unknown command") and result.value_ms is None
 
 
-QUICK = ["keys", "expiry", "load-at-start"]
+QUICK = ["keys", "expiry", "load-at-start", "multi-queue-flood"]
 
 
 def test_short_run_prints_the_table_and_writes_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
