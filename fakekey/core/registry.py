@@ -104,6 +104,14 @@ class Command:
     # its key lookups count in INFO's keyspace_hits/misses: Valkey's lookupKeyRead, which
     # commands without the write flag use (lookupKeyWrite counts nothing)
     counts_lookups: bool = True
+    # the flags a script's redis.call tests for every command, read once here: a test of
+    # `flags` (a frozenset) costs a set lookup each time
+    writes: bool = field(init=False)
+    noscript: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.writes = "write" in self.flags
+        self.noscript = "noscript" in self.flags
 
     @property
     def full_name(self) -> str:

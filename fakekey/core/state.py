@@ -550,7 +550,7 @@ class ServerState:
             redirect = self.cluster.route(client, cmd, argv)
             if client.asking and cmd.name != "asking" and (not client.in_multi or cmd.name == "exec"):
                 client.asking = False  # good for one command (or one whole transaction)
-            if redirect is None and "write" in cmd.flags and not self.cluster.myself.is_primary:
+            if redirect is None and cmd.writes and not self.cluster.myself.is_primary:
                 redirect = READ_ONLY_REPLICA  # a keyless write (FLUSHALL) on a replica
             if redirect is not None:
                 return self._redirect(client, cmd, redirect)

@@ -676,8 +676,7 @@ class CommandBridge:
             if isinstance(found, ReplyError):
                 raise self._refused(self._lookup_error(found, argv))
             cmd = found
-        flags = cmd.flags
-        if "noscript" in flags:
+        if cmd.noscript:
             raise self._refused(NOT_ALLOWED, cmd)
         caller = run.caller if run is not None else None
         if caller is not None and not caller.acl_unrestricted:
@@ -685,7 +684,7 @@ class CommandBridge:
             if refusal is not None:
                 raise self._refused(refusal, cmd)
         if run is not None:
-            writes = "write" in flags
+            writes = cmd.writes
             if writes or cmd.name in _MAY_REPLICATE:
                 if run.read_only:
                     raise self._refused(READ_ONLY_WRITE, cmd)
@@ -696,7 +695,7 @@ class CommandBridge:
                 if writes and state.too_few_replicas:  # a script without a shebang writes
                     raise self._refused(NOREPLICAS.message, cmd)
                 # out of memory as the script began: refused until its first write (scriptVerifyOOM)
-                if state.pre_command_oom and "denyoom" in flags and not run.dirty and not run.allow_oom:
+                if state.pre_command_oom and "denyoom" in cmd.flags and not run.dirty and not run.allow_oom:
                     raise self._refused(OOM.message, cmd)
                 if writes:
                     run.dirty = True
