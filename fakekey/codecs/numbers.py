@@ -17,6 +17,15 @@ if TYPE_CHECKING:  # mypyc's native 64-bit int; plain int when run as Python
 # Final: compiled code reads them as constants, not from the module's dict
 LLONG_MIN: Final = -(2**63)
 LLONG_MAX: Final = 2**63 - 1
+# the largest int compiled code keeps unboxed: a comparison with it is native, one with
+# LLONG_MAX (boxed) is a call
+SHORT_INT_MAX: Final = 2**62 - 1
+
+
+def outside_int64(value: int) -> bool:
+    """Whether an integer result is past a signed 64-bit one's range (an overflow for
+    INCRBY and HINCRBY); the bounds are compared only for a value near them."""
+    return not -SHORT_INT_MAX <= value <= SHORT_INT_MAX and not LLONG_MIN <= value <= LLONG_MAX
 
 _INT_RE: Final = re.compile(rb"(?:0|-?[1-9][0-9]{0,18})\Z")
 # strtod's decimal forms and inf/infinity; no spaces, no nan, no hex. Every quantifier is

@@ -17,6 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from fakekey.codecs.longdouble import ld_format, ld_parse, ld_round
+from fakekey.codecs.numbers import outside_int64
 from fakekey.commands.args import (
     LLONG_MAX,
     LLONG_MIN,
@@ -291,11 +292,9 @@ def hincrby(c: Client, argv: list[bytes]) -> Any:
     value = 0 if current is None else try_int(current)
     if value is None:
         raise HASH_NOT_INTEGER
-    if (increment < 0 and value < 0 and increment < LLONG_MIN - value) or (
-        increment > 0 and value > 0 and increment > LLONG_MAX - value
-    ):
-        raise OVERFLOW
     value += increment
+    if outside_int64(value):
+        raise OVERFLOW
     write_counter(c, key, h, field, b"%d" % value, "hincrby")
     return value
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import re
 from itertools import islice
-from typing import Any, Final
+from typing import Any
 
+from fakekey.codecs.numbers import SHORT_INT_MAX
 from fakekey.commands.args import (
     LLONG_MAX,
     NO_SUCH_KEY,
@@ -73,7 +74,6 @@ BUSYGROUP = ReplyError("BUSYGROUP Consumer Group name already exists")
 
 # --- ids ------------------------------------------------------------------------------------
 
-_SHORT_MAX: Final = 2**62 - 1  # the largest integer mypyc keeps unboxed
 
 _STRTOULL = re.compile(rb"[ \t\n\v\f\r]*([+-]?)([0-9]+)\Z")
 
@@ -350,7 +350,7 @@ def generate_id(s: StreamValue, args: TrimArgs, now: int) -> StreamID:
         ms, seq = last
         if now > ms:  # `*`, the common case: always past the last id, no check to make
             return (now, 0)
-        if seq < _SHORT_MAX:  # native integers compiled, unlike U64_MAX's comparisons
+        if seq < SHORT_INT_MAX:  # native integers compiled, unlike U64_MAX's comparisons
             return (ms, seq + 1)
         sid = (now, 0) if now > last[0] else next_id(last)
     elif args.seq_given:

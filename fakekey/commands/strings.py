@@ -12,6 +12,7 @@ from fractions import Fraction
 from typing import Any, Final
 
 from fakekey.codecs.longdouble import ld_format, ld_parse, ld_round
+from fakekey.codecs.numbers import outside_int64
 from fakekey.commands.args import (
     LLONG_MAX,
     LLONG_MIN,
@@ -401,9 +402,6 @@ def msetex(c: Client, argv: list[bytes]) -> Any:
 
 # --- counters ----------------------------------------------------------------------------
 
-_INLINE_INT: Final = 2**62 - 1  # past it a compiled int is boxed: its comparisons cost more
-
-
 def _incr_by(c: Client, key: bytes, delta: int) -> Any:
     """The result is stored as an int (Valkey's "int" encoding): the next INCR of the key
     neither parses nor formats it, and readers see its bytes (core/keyspace.py)."""
@@ -418,8 +416,7 @@ def _incr_by(c: Client, key: bytes, delta: int) -> Any:
     else:
         raise WRONGTYPE
     result = current + delta
-    # the 64-bit bounds are boxed constants in compiled code: compared only near them
-    if not -_INLINE_INT < result < _INLINE_INT and not LLONG_MIN <= result <= LLONG_MAX:
+    if outside_int64(result):
         raise OVERFLOW
     stored: Any = result  # boxed once, in compiled code: the slot, funnel and reply share it
     if value is None:

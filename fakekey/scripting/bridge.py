@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from greenlet import GreenletExit, getcurrent, greenlet
 
+from fakekey.codecs.numbers import SHORT_INT_MAX
 from fakekey.core.client import Client
 from fakekey.core.replicas import NOREPLICAS
 from fakekey.core.transactions import end_transaction
@@ -120,7 +121,6 @@ def number_argument(value: int | float) -> bytes:
 
 # the text of small integers, the commonest numbers scripts pass (increments, indexes)
 _SMALL_INT_TEXT: Final = tuple(b"%d" % n for n in range(256))
-_SHORT_MAX: Final = 2**62 - 1  # compiled, an int within it compares natively
 
 
 def integer_argument(value: int) -> bytes:
@@ -128,7 +128,7 @@ def integer_argument(value: int) -> bytes:
     its digits (without bytes' % formatting, a generic call compiled)."""
     if 0 <= value < 256:
         return _SMALL_INT_TEXT[value]
-    if -_SHORT_MAX <= value <= _SHORT_MAX:
+    if -SHORT_INT_MAX <= value <= SHORT_INT_MAX:
         return str(value).encode()
     return number_argument(value)
 
