@@ -16,11 +16,11 @@ from typing import Any
 
 from fakekey.codecs import geohash as gh
 from fakekey.commands.args import SYNTAX, c_text, parse_float, parse_int
-from fakekey.commands.zsets import lookup_zset
+from fakekey.commands.zsets import lookup_zset, zset_limits
 from fakekey.core.client import Client
 from fakekey.core.registry import command, keys_keyword, keys_range
 from fakekey.resp.replies import NULL_ARRAY, Raw, ReplyError
-from fakekey.types.zset import ZLimits, ZSet
+from fakekey.types.zset import ZSet
 
 G = "geo"
 ACL = "geo"
@@ -437,7 +437,7 @@ def store_found(c: Client, search: Search, shape: gh.Shape, chosen: list[Found],
         return 0
     pairs = [(p.member, p.dist / shape.conversion if search.storedist else p.score) for p in chosen]
     event = "geosearchstore" if flags & GEOSEARCH else "georadiusstore"
-    c.db.set_value(dest, ZSet.from_pairs(pairs, ZLimits.of(c.state)), event=event, klass="z")
+    c.db.set_value(dest, ZSet.from_pairs(pairs, zset_limits(c)), event=event, klass="z")
     c.state.dirty += len(chosen) - 1  # Valkey counts every member stored
     return len(chosen)
 

@@ -72,6 +72,13 @@ RANDMEMBER_RANGE = ReplyError(
 # --- shared helpers ------------------------------------------------------------------------
 
 
+def zset_limits(c: Client) -> ZLimits:
+    """The listpack thresholds as CONFIG has them now, read from the settings' table
+    (`ZLimits.of` reads them through a protocol: a generic call for each)."""
+    values = c.state.config.values
+    return ZLimits(values["zset-max-listpack-entries"], values["zset-max-listpack-value"])
+
+
 def lookup_zset(c: Client, key: bytes) -> ZSet | None:
     return c.db.lookup_type(key, ZSet)
 
@@ -81,7 +88,7 @@ def store(c: Client, dest: bytes, pairs: list[Pair], event: str) -> int:
     if not pairs:
         c.db.delete(dest)
         return 0
-    c.db.set_value(dest, ZSet.from_pairs(pairs, ZLimits.of(c.state)), event=event, klass="z")
+    c.db.set_value(dest, ZSet.from_pairs(pairs, zset_limits(c)), event=event, klass="z")
     return len(pairs)
 
 
@@ -284,10 +291,10 @@ def zadd_generic(c: Client, argv: list[bytes], flags: int) -> Any:
     if zs is None:
         if flags & XX:
             return None if incr else 0
-        limits = ZLimits.of(c.state)
+        limits = zset_limits(c)
         zs = ZSet.create(len(members), _longest(members), limits)
     elif not zs.skiplist:
-        limits = ZLimits.of(c.state)
+        limits = zset_limits(c)
         zs.grow_for(len(members), _longest(members), limits)
     added = updated = processed = 0
     newscore = 0.0
@@ -376,12 +383,12 @@ def zadd_single(c: Client, key: bytes, score: float, member: bytes) -> int:
     change goes through the funnel once, which counts the one dirty change it makes."""
     zs = lookup_zset(c, key)
     if zs is None:
-        limits = ZLimits.of(c.state)
+        limits = zset_limits(c)
         zs = ZSet.create(1, len(member), limits)
         zs.insert(member, score, limits)
         c.db.set_value(key, zs, event="zadd", klass="z")
         return 1
-    listpack_limits = None if zs.skiplist else ZLimits.of(c.state)
+    listpack_limits = None if zs.skiplist else zset_limits(c)
     if listpack_limits is not None:
         zs.grow_for(1, len(member), listpack_limits)
     current = zs.score(member)
