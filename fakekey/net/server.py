@@ -103,6 +103,11 @@ class Connection(asyncio.Protocol):
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.transport: asyncio.Transport | None = None
+        # the transport's methods each reply calls, bound once: a call by name looks the
+        # method up in its type every time
+        self.send: Any = None
+        self.unsent: Any = None
+        self.transport_closing: Any = None
         self.client: Client | None = None
         self.closing = False
         self.out: list[bytes] | None = None  # the replies of the running batch
@@ -143,6 +148,9 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: Any) -> None:
         self.transport = transport
+        self.send = transport.write
+        self.unsent = transport.get_write_buffer_size
+        self.transport_closing = transport.is_closing
         self.loop = asyncio.get_running_loop()
         state = self.state
         peer = transport.get_extra_info("peername")
@@ -176,6 +184,7 @@ class Connection(asyncio.Protocol):
         # memory/collector.py)
         self.client = None
         self.transport = None
+        self.send = self.unsent = self.transport_closing = None
 
     def eof_received(self) -> bool:
         """The client has sent its last bytes: answer what it sent (the replies wait for
@@ -619,12 +628,15 @@ class Connection(asyncio.Protocol):
         self.corked_refs = marks
 
     def uncork(self) -> None:
-        data, self.corked, self.corked_bytes = b"".join(self.corked), [], 0
+        corked = self.corked
+        data = corked[0] if len(corked) == 1 else b"".join(corked)
+        corked.clear()  # kept, not made anew: one list a connection
+        self.corked_bytes = 0
         refs, self.corked_refs = self.corked_refs, None
         transport = self.transport
         # the event loop may have closed the transport itself (a reset connection) before
         # connection_lost reaches us: what the client can no longer read is dropped
-        if data and transport is not None and not self.closing and not transport.is_closing():
+        if data and transport is not None and not self.closing and not self.transport_closing():
             if self.client is not None:
                 self.client.net_out += len(data)
                 self.client.last_interaction_ms = self.state.now  # a write is an interaction
@@ -634,8 +646,8 @@ class Connection(asyncio.Protocol):
                 size = len(data)
                 if size > self.buf_peak:  # Valkey's static buffer took that much of it
                     self.buf_peak = size if size < self.buf_size else self.buf_size
-                transport.write(data)
-                pending = transport.get_write_buffer_size()
+                self.send(data)
+                pending = self.unsent()
                 if pending:  # the client did not take it all: Valkey's buffers hold the rest
                     ledger = self.ledger = Ledger(self.buf_size)
                     ledger.add(size, None)
