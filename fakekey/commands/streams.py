@@ -49,6 +49,7 @@ from fakekey.types.stream import (
     StreamID,
     StreamValue,
     format_id,
+    id_before,
     next_id,
     pairs_bytes,
     previous_id,
@@ -684,9 +685,9 @@ def deliver(c: Client, s: StreamValue, group: Group, consumer: Consumer, start: 
     """New entries for a group: advance it, and record each in the PELs unless NOACK."""
     now = c.state.now
     found = s.entries_from(start, args.count)
-    out: list[Any] = [[b"%d-%d" % sid, list(pairs)] for sid, pairs in found]
+    out: list[Any] = [entry_reply(sid, pairs) for sid, pairs in found]
     for sid, _ in found:
-        if sid > group.last_id:
+        if id_before(group.last_id, sid):
             s.advance_group(group, sid)
     if args.noack or not found:
         return out

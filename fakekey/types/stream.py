@@ -47,7 +47,16 @@ _LISTPACK_OVERHEAD: Final = 7  # header (total bytes, element count) and the end
 
 
 def format_id(sid: StreamID) -> bytes:
-    return f"{sid[0]}-{sid[1]}".encode()  # compiled, faster than bytes' % formatting
+    ms, seq = sid
+    # compiled, `%` on a tuple of two named ints is native (each int's digits, then one
+    # build), where `%` on the id itself, or an f-string, is a generic call
+    return b"%d-%d" % (ms, seq)
+
+
+def id_before(a: StreamID, b: StreamID) -> bool:
+    """a < b, on the ids' two native integers: compiled, `<` on two ids boxes both as
+    tuples and compares them generically."""
+    return a[0] < b[0] or (a[0] == b[0] and a[1] < b[1])
 
 
 # the text of the small sequence numbers, which most generated ids carry
@@ -257,9 +266,9 @@ class Pel:
 
     def add(self, sid: Any, nack: Nack) -> None:
         nacks = self.nacks
-        known = sid in nacks
+        size = len(nacks)
         nacks[sid] = nack
-        if known:
+        if len(nacks) == size:  # it was pending already: its place in `ids` stays
             return
         ids = self.ids
         if not ids or sid > ids[-1]:
@@ -268,16 +277,14 @@ class Pel:
             insort(ids, sid)
 
     def remove(self, sid: Any) -> Nack | None:
-        nacks = self.nacks
-        nack = nacks.get(sid)
+        nack = self.nacks.pop(sid, None)  # one hash of the id, not two
         if nack is None:
             return None
-        del nacks[sid]
         ids = self.ids
         if ids[0] == sid:  # the oldest, as acknowledgements in delivery order find it
-            del ids[0]
+            ids.pop(0)
         else:
-            del ids[bisect_left(ids, sid)]
+            ids.pop(bisect_left(ids, sid))
         return nack
 
     def position(self, sid: StreamID) -> int:
@@ -587,9 +594,10 @@ class StreamValue:
 
     def range_has_tombstones(self, start: StreamID | None) -> bool:
         """Whether an entry at or after `start` was ever deleted."""
-        if not self.length or self.max_deleted == MIN_ID:
+        deleted = self.max_deleted
+        if not self.length or (deleted[0] == 0 and deleted[1] == 0):  # none ever (MIN_ID)
             return False
-        return (start or MIN_ID) <= self.max_deleted
+        return start is None or not id_before(deleted, start)
 
     def distance_from_first(self, sid: StreamID) -> int:
         """The logical read counter of `sid` (entries added up to it), or -1 if unknowable."""
@@ -622,7 +630,7 @@ class StreamValue:
     def advance_group(self, group: Group, sid: StreamID) -> None:
         """A group delivers `sid` past its last id: move it and its read counter, counted
         on while nothing before it was trimmed or deleted since, re-estimated otherwise."""
-        counting = group.entries_read != INVALID_ENTRIES_READ and group.last_id >= self.first_id
+        counting = group.entries_read != INVALID_ENTRIES_READ and not id_before(group.last_id, self.first_id)
         if counting and not self.range_has_tombstones(group.last_id):
             group.entries_read += 1
         elif self.entries_added:
