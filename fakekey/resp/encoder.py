@@ -229,7 +229,6 @@ class Encoder:
         return self._pairs(b"*%d\r\n" % (2 * len(d)), d)
 
     def _pairs(self, head: bytes, d: Any) -> bytes:
-        enc = self.encode
         parts = [head]
         runs: list[bytes] | None = None  # a big map's parts, JOIN_RUN at a time
         for k, v in d.items():
@@ -243,8 +242,8 @@ class Encoder:
                 parts.append(v)
                 parts.append(CRLF)
             else:
-                parts.append(enc(k))
-                parts.append(enc(v))
+                parts.append(self.encode(k))  # a native call (a held method is a generic one)
+                parts.append(self.encode(v))
             if len(parts) >= JOIN_RUN:
                 if runs is None:
                     runs = []

@@ -1120,10 +1120,11 @@ class ZSet:
                     start = None
         if start is None or limit == 0:
             return []
-        inside = rng.gte_min if reverse else rng.lte_max
         out: list[Pair] = []
         for key in keys.iter_from(start, reverse):
-            if not inside(key):
+            # called, not held as `inside = rng.gte_min if ...`: compiled, a held method
+            # is a generic call per key
+            if not (rng.gte_min(key) if reverse else rng.lte_max(key)):
                 break
             out.append((key[1], key[0]))
             if len(out) == limit:
