@@ -117,8 +117,7 @@ def expire_before_write(c: Client, key: bytes, h: HashValue | None, fields: list
 
 
 def limits(c: Client) -> tuple[int, int]:
-    values = c.state.config.values  # by canonical name: no alias to try
-    return values["hash-max-listpack-entries"], values["hash-max-listpack-value"]
+    return c.state.config.hash_limits()
 
 
 def set_fields(c: Client, h: HashValue, pairs: list[bytes], keep_ttl: bool = False) -> int:

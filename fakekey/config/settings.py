@@ -787,6 +787,10 @@ class Config:
         # settings whose change needs an effect outside this object, which may fail
         self.appliers: dict[str, Applier] = dict(_BUILTIN_APPLIERS)
         self.epoch = 0
+        # hash-max-listpack-entries and -value, read by every hash write: kept as of
+        # epoch _hash_limits_epoch (two lookups by name cost ~400 instructions a write)
+        self._hash_limits: tuple[int, int] = (0, 0)
+        self._hash_limits_epoch = -1
         self._saw_save = False
         self.user_directives: list[list[str]] = []  # `user <name> rules...` (fakekey/core/users.py)
         # rename-command, loadmodule and the other directives that are no settings
@@ -795,6 +799,15 @@ class Config:
         pairs = overrides.items() if isinstance(overrides, dict) else (overrides or ())
         for name, value in pairs:
             self.set_at_startup(name, value)
+
+    def hash_limits(self) -> tuple[int, int]:
+        """hash-max-listpack-entries and hash-max-listpack-value, read again only after
+        a setting changed."""
+        if self._hash_limits_epoch != self.epoch:
+            values = self.values
+            self._hash_limits = (values["hash-max-listpack-entries"], values["hash-max-listpack-value"])
+            self._hash_limits_epoch = self.epoch
+        return self._hash_limits
 
     def __getitem__(self, name: str) -> Any:
         try:
@@ -819,6 +832,7 @@ class Config:
             parsed = _merge_save_at_startup(self.values["save"], parsed, not self._saw_save)
             self._saw_save = True
         self.values[setting.name] = parsed
+        self.epoch += 1
 
     def _take_directive(self, name: str, words: list[str]) -> None:
         """A directive that is no setting, in Valkey's order: the deprecated ones, then
