@@ -281,8 +281,9 @@ class HashValue:
             self._to_table()
         table = self._table
         assert table is not None
-        created = field not in table
+        size = len(table)
         table[field] = value
+        created = len(table) != size  # one lookup: `field not in table` would be a second
         ttls = self._ttls
         if not created and not keep_ttl and ttls:
             ttls.pop(field, None)
