@@ -73,10 +73,8 @@ RANDMEMBER_RANGE = ReplyError(
 
 
 def zset_limits(c: Client) -> ZLimits:
-    """The listpack thresholds as CONFIG has them now, read from the settings' table
-    (`ZLimits.of` reads them through a protocol: a generic call for each)."""
-    values = c.state.config.values
-    return ZLimits(values["zset-max-listpack-entries"], values["zset-max-listpack-value"])
+    """The listpack thresholds as CONFIG has them now (kept by Config between changes)."""
+    return c.state.config.zset_limits()
 
 
 def lookup_zset(c: Client, key: bytes) -> ZSet | None:

@@ -20,6 +20,7 @@ from typing import Any
 from fakekey.codecs.glob import glob_match
 from fakekey.config.directives import BAD_DIRECTIVE, Directives
 from fakekey.config.limits import maxclients_applier
+from fakekey.types.zset import ZLimits
 
 INT_MIN, INT_MAX = -(2**31), 2**31 - 1
 UINT_MAX = 2**32 - 1
@@ -787,10 +788,11 @@ class Config:
         # settings whose change needs an effect outside this object, which may fail
         self.appliers: dict[str, Applier] = dict(_BUILTIN_APPLIERS)
         self.epoch = 0
-        # hash-max-listpack-entries and -value, read by every hash write: kept as of
-        # epoch _hash_limits_epoch (two lookups by name cost ~400 instructions a write)
+        # the hash and sorted-set listpack thresholds, read by every write to one: kept as
+        # of epoch _limits_epoch (two lookups by name cost ~400 instructions a write)
         self._hash_limits: tuple[int, int] = (0, 0)
-        self._hash_limits_epoch = -1
+        self._zset_limits = ZLimits(0, 0)
+        self._limits_epoch = -1
         self._saw_save = False
         self.user_directives: list[list[str]] = []  # `user <name> rules...` (fakekey/core/users.py)
         # rename-command, loadmodule and the other directives that are no settings
@@ -801,13 +803,24 @@ class Config:
             self.set_at_startup(name, value)
 
     def hash_limits(self) -> tuple[int, int]:
-        """hash-max-listpack-entries and hash-max-listpack-value, read again only after
-        a setting changed."""
-        if self._hash_limits_epoch != self.epoch:
-            values = self.values
-            self._hash_limits = (values["hash-max-listpack-entries"], values["hash-max-listpack-value"])
-            self._hash_limits_epoch = self.epoch
+        """hash-max-listpack-entries and hash-max-listpack-value."""
+        if self._limits_epoch != self.epoch:
+            self._read_limits()
         return self._hash_limits
+
+    def zset_limits(self) -> ZLimits:
+        """zset-max-listpack-entries and zset-max-listpack-value (one object, shared until
+        a setting changes)."""
+        if self._limits_epoch != self.epoch:
+            self._read_limits()
+        return self._zset_limits
+
+    def _read_limits(self) -> None:
+        """Read the listpack thresholds again: a setting changed since they were read."""
+        values = self.values
+        self._hash_limits = (values["hash-max-listpack-entries"], values["hash-max-listpack-value"])
+        self._zset_limits = ZLimits(values["zset-max-listpack-entries"], values["zset-max-listpack-value"])
+        self._limits_epoch = self.epoch
 
     def __getitem__(self, name: str) -> Any:
         try:

@@ -696,7 +696,7 @@ Range = ScoreRange | LexRange
 
 
 class ZLimits:
-    """The listpack thresholds of `state.config`, read once per command. A plain class,
+    """The listpack thresholds of a server's config (`Config.zset_limits`). A plain class,
     not a dataclass: compiled, a dataclass's generated __init__ costs ten times more."""
 
     __slots__ = ("entries", "value")
@@ -704,11 +704,6 @@ class ZLimits:
     def __init__(self, entries: int, value: int) -> None:
         self.entries = entries
         self.value = value
-
-    @classmethod
-    def of(cls, state: Configured) -> ZLimits:
-        config = state.config
-        return cls(config["zset-max-listpack-entries"], config["zset-max-listpack-value"])
 
     def fit(self, count: int, longest: int) -> bool:
         """Whether `count` members, the longest `longest` bytes, stay a listpack."""

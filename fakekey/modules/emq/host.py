@@ -185,18 +185,9 @@ def write_counter(call: Call, key: bytes, h: HashValue | None, field: bytes, val
     return value
 
 
-# ZSet limits, made again only when CONFIG changes them (most calls reuse the last).
-_zset_limits: list[ZLimits] = [ZLimits(0, 0)]
-
-
 def zset_limits(call: Call) -> ZLimits:
     """zset-max-listpack-entries and -value, as CONFIG has them now."""
-    settings = call.settings
-    entries, longest = settings["zset-max-listpack-entries"], settings["zset-max-listpack-value"]
-    last = _zset_limits[0]
-    if last.entries != entries or last.value != longest:
-        last = _zset_limits[0] = ZLimits(entries, longest)
-    return last
+    return call.c.state.config.zset_limits()
 
 
 def zadd(call: Call, key: bytes, zs: ZSet | None, member: bytes, score: int) -> ZSet:

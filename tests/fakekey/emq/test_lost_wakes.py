@@ -502,10 +502,10 @@ def test_a_timer_firing_settles_under_its_label(server, r, parked):
 
 
 def _zset_with(state, member: bytes):
-    from fakekey.types.zset import ZLimits, ZSet
+    from fakekey.types.zset import ZSet
 
     zs = ZSet()
-    zs.insert(member, 0.0, ZLimits.of(state))
+    zs.insert(member, 0.0, state.config.zset_limits())
     return zs
 
 
