@@ -162,6 +162,9 @@ class ServerState:
         self.loop_ident = 0
         self.current_client: Client | None = None  # whose command is running now
         self.ended_ns = 0  # when run_command's last command ended (wall clock, ns)
+        # a Connection's batch: when the request before ended (its ended_ns), the start of
+        # the next, as EXEC's commands chain: one clock read a command (net/server.py)
+        self.carried_ns = 0
         # True while a Connection's batch runs its 2nd and later requests with time.time
         # unpatched (net/server.py): `call` skips that check; a patch from the test's side
         # lands between batches
@@ -594,8 +597,13 @@ class ServerState:
         # run it under its own clock snapshot; serve the blocked clients it made ready after.
         # One clock read gives the snapshot (the frozen time when the clock is frozen) and
         # the start of the command's duration (INFO commandstats, the slow log).
-        # time_unpatched: a Connection's batch already saw time.time unpatched
-        started = _time_ns()
+        # time_unpatched: a Connection's batch already saw time.time unpatched; there the
+        # request before's end is this one's start (carried_ns), one read a command
+        started = self.carried_ns
+        if started:
+            self.carried_ns = 0  # good for this command only, not for any it runs
+        else:
+            started = _time_ns()
         frozen = self.clock.frozen_us
         if frozen is None and (self.time_unpatched or _TIME_ATTRS["time"] is REAL_TIME[0]):
             self.now = started // 1_000_000

@@ -262,6 +262,7 @@ class Connection(asyncio.Protocol):
         pending = self.unchecked  # reply bytes since the last look at the output limits
         turn_ends = 0  # set at the first look at the clock: a short batch never reads it
         ran = 0
+        state.carried_ns = 0  # the first request reads the clock
         while client.blocked is None and not (client.close_after_reply or client.killed):
             ran += 1
             if not ran & (TURN_CHECK_EVERY - 1):
@@ -294,7 +295,11 @@ class Connection(asyncio.Protocol):
                     break  # held, or closing
             if ran == 2:  # a batch: the requests after this one skip call's look at time.time
                 state.time_unpatched = _TIME_ATTRS["time"] is REAL_TIME[0]
+            processed = state.commands_processed
             reply = state.call(client, argv)
+            # the next request starts when this one's command ended: one clock read a
+            # command (ServerState.call); none if nothing ran (refused, queued)
+            state.carried_ns = state.ended_ns if state.commands_processed != processed else 0
             if client.net_in > self.request_mark:  # enough bytes came: measure the request
                 self._log_large_request(client, argv, reply)
             if client.reply_mode == "on":
@@ -336,6 +341,7 @@ class Connection(asyncio.Protocol):
                 self.flush_deferred_pushes(client)
         self.out = None
         state.time_unpatched = False  # outside a batch, time.time may be patched at any moment
+        state.carried_ns = 0  # nor is the last end a later request's start
         self.unchecked = pending  # a turn given way goes on counting
         client.last_interaction_ms = state.now
         if error is not None:
