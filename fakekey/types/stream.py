@@ -26,7 +26,6 @@ ascending, names byte-wise).
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Final
 
@@ -41,15 +40,22 @@ Pairs = tuple[bytes, ...]  # field, value, field, value, ...
 U64_MAX: Final = 2**64 - 1
 MIN_ID: Final[StreamID] = (0, 0)
 MAX_ID: Final[StreamID] = (U64_MAX, U64_MAX)
-INVALID_ENTRIES_READ = -1
+INVALID_ENTRIES_READ: Final = -1
 LISTPACK_MAX_SIZE: Final = 1 << 30  # Valkey caps a node's listpack at 1 GiB whatever the config
 _LISTPACK_OVERHEAD: Final = 7  # header (total bytes, element count) and the end byte
+
+
+# the text of the small sequence numbers, which most generated ids carry
+_SEQ_TEXT: Final = tuple(str(seq).encode() for seq in range(256))
 
 
 def format_id(sid: StreamID) -> bytes:
     ms, seq = sid
     # compiled, `%` on a tuple of two named ints is native (each int's digits, then one
-    # build), where `%` on the id itself, or an f-string, is a generic call
+    # build), where `%` on the id itself, or an f-string, is a generic call; a small
+    # sequence number's text comes from a table
+    if seq < 256:
+        return b"%d-%s" % (ms, _SEQ_TEXT[seq])
     return b"%d-%d" % (ms, seq)
 
 
@@ -59,8 +65,20 @@ def id_before(a: StreamID, b: StreamID) -> bool:
     return a[0] < b[0] or (a[0] == b[0] and a[1] < b[1])
 
 
-# the text of the small sequence numbers, which most generated ids carry
-_SEQ_TEXT: Final = tuple(str(seq).encode() for seq in range(256))
+def bisect_ids(ids: list[StreamID], sid: StreamID, right: bool = False) -> int:
+    """bisect_left (or bisect_right) of `sid` in ascending `ids`, comparing the ids'
+    native integers: compiled, `bisect` compares boxed tuples generically, several times
+    the cost of a probe here."""
+    ms, seq = sid
+    low, high = 0, len(ids)
+    while low < high:
+        mid = (low + high) >> 1
+        probe = ids[mid]
+        if probe[0] < ms or (probe[0] == ms and (probe[1] < seq or (right and probe[1] == seq))):
+            low = mid + 1
+        else:
+            high = mid
+    return low
 
 
 def next_id(sid: StreamID) -> StreamID | None:
@@ -247,7 +265,9 @@ class Pel:
 
     The ids are held as the tuples they are (`Any`, not `StreamID`): compiled, a
     `StreamID` is two native integers, boxed into a new tuple at each container
-    operation; an id boxed once by the caller serves the dict and the list alike."""
+    operation; an id boxed once by the caller serves the dict and the list alike. (One
+    integer a key, ms * 2**64 + seq, was tried: building it costs more than the tuple's
+    hashing and comparing that it saves.)"""
 
     __slots__ = ("ids", "nacks")
 
@@ -271,25 +291,27 @@ class Pel:
         if len(nacks) == size:  # it was pending already: its place in `ids` stays
             return
         ids = self.ids
-        if not ids or sid > ids[-1]:
+        if not ids or id_before(ids[-1], sid):  # the newest, as deliveries come
             ids.append(sid)
         else:
-            insort(ids, sid)
+            ids.insert(bisect_ids(ids, sid), sid)
 
     def remove(self, sid: Any) -> Nack | None:
         nack = self.nacks.pop(sid, None)  # one hash of the id, not two
         if nack is None:
             return None
         ids = self.ids
-        if ids[0] == sid:  # the oldest, as acknowledgements in delivery order find it
+        first: StreamID = ids[0]
+        own: StreamID = sid
+        if first[0] == own[0] and first[1] == own[1]:  # the oldest, as acks in delivery order find it
             ids.pop(0)
         else:
-            ids.pop(bisect_left(ids, sid))
+            ids.pop(bisect_ids(ids, own))
         return nack
 
     def position(self, sid: StreamID) -> int:
         """Index of the first pending id >= sid."""
-        return bisect_left(self.ids, sid)
+        return bisect_ids(self.ids, sid)
 
     def items(self, start: StreamID = MIN_ID) -> Iterator[tuple[StreamID, Nack]]:
         """(id, nack) from `start` on; the PEL must not change meanwhile."""
@@ -453,10 +475,10 @@ class StreamValue:
         nodes = self.nodes
         if not nodes:
             return out
-        for index in range(max(bisect_right(self.masters, start) - 1, 0), len(nodes)):
+        for index in range(max(bisect_ids(self.masters, start, right=True) - 1, 0), len(nodes)):
             node = nodes[index]
             entries = node.entries
-            for pos in range(bisect_left(node.ids, start), len(entries)):
+            for pos in range(bisect_ids(node.ids, start), len(entries)):
                 entry = entries[pos]
                 if not entry.deleted:
                     out.append((entry.id, entry.pairs))
@@ -466,24 +488,24 @@ class StreamValue:
 
     def _forward(self, start: StreamID, end: StreamID) -> Iterator[tuple[StreamID, Pairs]]:
         nodes = self.nodes
-        for index in range(max(bisect_right(self.masters, start) - 1, 0), len(nodes)):
+        for index in range(max(bisect_ids(self.masters, start, right=True) - 1, 0), len(nodes)):
             node = nodes[index]
             entries = node.entries
-            for pos in range(bisect_left(node.ids, start), len(entries)):
+            for pos in range(bisect_ids(node.ids, start), len(entries)):
                 entry = entries[pos]
-                if entry.id > end:
+                if id_before(end, entry.id):
                     return
                 if not entry.deleted:
                     yield entry.id, entry.pairs
 
     def _backward(self, start: StreamID, end: StreamID) -> Iterator[tuple[StreamID, Pairs]]:
         nodes = self.nodes
-        for index in range(bisect_right(self.masters, end) - 1, -1, -1):
+        for index in range(bisect_ids(self.masters, end, right=True) - 1, -1, -1):
             node = nodes[index]
             entries = node.entries
-            for pos in range(bisect_right(node.ids, end) - 1, -1, -1):
+            for pos in range(bisect_ids(node.ids, end, right=True) - 1, -1, -1):
                 entry = entries[pos]
-                if entry.id < start:
+                if id_before(entry.id, start):
                     return
                 if not entry.deleted:
                     yield entry.id, entry.pairs
@@ -494,20 +516,33 @@ class StreamValue:
         return None if found is None else found[1].entries[found[2]].pairs
 
     def _locate(self, sid: StreamID) -> tuple[int, Node, int] | None:
-        index = bisect_right(self.masters, sid) - 1
+        index = bisect_ids(self.masters, sid, right=True) - 1
         if index < 0:
             return None
         node = self.nodes[index]
-        pos = bisect_left(node.ids, sid)
+        pos = bisect_ids(node.ids, sid)
         if pos == len(node.ids) or node.ids[pos] != sid or node.entries[pos].deleted:
             return None
         return index, node, pos
 
     def first_valid_id(self) -> StreamID | None:
-        return next((sid for sid, _ in self.range(MIN_ID, MAX_ID)), None)
+        """The oldest live entry's id: a walk, as last_valid_id's."""
+        for node in self.nodes:
+            for entry in node.entries:
+                if not entry.deleted:
+                    return entry.id
+        return None
 
     def last_valid_id(self) -> StreamID | None:
-        return next((sid for sid, _ in self.range(MIN_ID, MAX_ID, rev=True)), None)
+        """The newest live entry's id (every XREADGROUP asks): a walk back, not a range."""
+        nodes = self.nodes
+        for index in range(len(nodes) - 1, -1, -1):
+            entries = nodes[index].entries
+            for pos in range(len(entries) - 1, -1, -1):
+                entry = entries[pos]
+                if not entry.deleted:
+                    return entry.id
+        return None
 
     # --- deleting -----------------------------------------------------------------------
 
