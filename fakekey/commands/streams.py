@@ -33,7 +33,7 @@ from fakekey.commands.args import (
     wrong_args,
 )
 from fakekey.core.client import Client
-from fakekey.core.dirty import CLAIMED, CONSUMER_DELETED, INTEGER_REPLY, ONE_IF_OK, READGROUP
+from fakekey.core.dirty import CLAIMED, CONSUMER_DELETED, INTEGER_REPLY, ONE_IF_OK
 from fakekey.core.registry import KeySpec, command, container, keys_keyword, keys_range
 from fakekey.resp.replies import NULL_ARRAY, OK, ReplyError, Simple
 from fakekey.types.stream import (
@@ -642,6 +642,8 @@ def read_command(c: Client, argv: list[bytes], group_mode: bool) -> Any:
         for key, after, group in zip(keys, ids, groups, strict=True)
         if (entries := read_one(c, key, after, group, args)) is not None
     ]
+    if group_mode:  # Valkey's dirty count: one per stream served (read_one counts consumers made)
+        c.state.dirty += len(served)
     if served:
         if c.protocol == 2:
             return [[key, entries] for key, entries in served]
@@ -670,6 +672,8 @@ def read_one(c: Client, key: bytes, after: StreamID, group: Group | None, args: 
         if last is not None and last > group.last_id:
             serve = True
             after = group.last_id
+    if args.consumer not in group.consumers:
+        c.state.dirty += 1  # a consumer made counts (Valkey's streamCreateConsumer)
     consumer = get_consumer(c, key, group, args.consumer)
     consumer.seen_time = c.state.now
     if not serve:
@@ -753,7 +757,7 @@ def xread(c: Client, argv: list[bytes]) -> Any:
          "returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), "
          "you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the "
          "O(N) time in order to serve the N clients blocked on the stream getting new data.",
-         summary="Reads entries for a consumer of a group, new ones or its pending ones.", dirty=READGROUP)
+         summary="Reads entries for a consumer of a group, new ones or its pending ones.")
 def xreadgroup(c: Client, argv: list[bytes]) -> Any:
     return read_command(c, argv, group_mode=True)
 

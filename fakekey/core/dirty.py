@@ -95,35 +95,6 @@ def _claimed(c: Any, argv: list[bytes], reply: Any, funnel: int, existed: bool) 
     return len(entries) + created
 
 
-def _readgroup_groups(c: Any, argv: list[bytes]) -> list[Any]:
-    """XREADGROUP GROUP g c [COUNT n] [BLOCK ms] [NOACK] STREAMS k1 .. kn id1 .. idn: the
-    group of each distinct key that has one."""
-    i = 4
-    while i < len(argv):
-        word = argv[i].upper()
-        if word == b"STREAMS":
-            break
-        i += 2 if word in (b"COUNT", b"BLOCK") else 1
-    else:
-        return []
-    keys = argv[i + 1:i + 1 + (len(argv) - i - 1) // 2]
-    data = c.db.data
-    groups = (getattr(data.get(k), "groups", {}).get(argv[2]) for k in dict.fromkeys(keys))
-    return [g for g in groups if g is not None]
-
-
-def _readgroup_before(c: Any, argv: list[bytes]) -> list[tuple[Any, bool]]:
-    return [(group, argv[3] in group.consumers) for group in _readgroup_groups(c, argv)]
-
-
-def _readgroup_counted(c: Any, argv: list[bytes], reply: Any, funnel: int, before: Any) -> int:
-    """As Valkey's XREADGROUP: one per consumer it creates, one per stream it serves (a
-    history read always serves; '>' serves when there were new entries)."""
-    created = sum(1 for group, existed in before if not existed and argv[3] in group.consumers)
-    served = len(reply) if isinstance(reply, (list, dict)) else 0
-    return created + served
-
-
 def _delconsumer_before(c: Any, argv: list[bytes]) -> bool:
     """XGROUP DELCONSUMER key group consumer."""
     return _consumer_exists(c, argv[1:])
@@ -171,7 +142,6 @@ FIELD_PAIRS: Final = Dirty(_pairs_from(2))  # HSET, HMSET
 KEY_PAIRS: Final = Dirty(_pairs_from(1))  # MSET, MSETNX
 POPPED_MANY: Final = Dirty(_popped_many)  # LMPOP, ZMPOP and their blocking forms
 CLAIMED: Final = Dirty(_claimed, _consumer_exists)  # XCLAIM, XAUTOCLAIM
-READGROUP: Final = Dirty(_readgroup_counted, _readgroup_before)  # XREADGROUP
 CONSUMER_DELETED: Final = Dirty(_one_if_existed, _delconsumer_before)  # XGROUP DELCONSUMER
 
 
