@@ -15,7 +15,7 @@ from fakekey.core.client import Client
 from fakekey.core.registry import KeySpec, command, container
 from fakekey.core.replicas import NOREPLICAS
 from fakekey.resp.replies import OK, ReplyError, SetReply, Simple
-from fakekey.scripting.bridge import BUSY_EVAL, SMALL_COUNTS, kill_running_script
+from fakekey.scripting.bridge import BUSY_EVAL, kill_running_script
 from fakekey.scripting.libraries import (
     ENGINE_NAME,
     FLAG_ORDER,
@@ -77,9 +77,7 @@ def run_function(c: Client, argv: list[bytes], *, read_only: bool) -> Any:
     function = engine.current.lookup(argv[1])
     if function is None:
         raise FUNCTION_NOT_FOUND
-    numkeys = SMALL_COUNTS.get(argv[2])
-    if numkeys is None:
-        numkeys = try_int(argv[2])
+    numkeys = try_int(argv[2])  # native digits: cheaper than a lookup of the new string
     if numkeys is None:
         raise BAD_NUMKEYS
     if numkeys > len(argv) - 3:

@@ -15,7 +15,7 @@ from fakekey.core.client import Client
 from fakekey.core.registry import KeySpec, command, container
 from fakekey.core.replicas import NOREPLICAS
 from fakekey.resp.replies import OK, ReplyError, Simple
-from fakekey.scripting.bridge import SMALL_COUNTS, ScriptRun, kill_running_script
+from fakekey.scripting.bridge import ScriptRun, kill_running_script
 from fakekey.scripting.scripts import EvalScripts, Script, scripts_of
 
 if TYPE_CHECKING:
@@ -71,9 +71,7 @@ def evalsha_ro(c: Client, argv: list[bytes]) -> Any:
 def run_eval(c: Client, argv: list[bytes], *, by_sha: bool, read_only: bool) -> Any:
     if by_sha and len(argv[1]) != 40:
         raise NOSCRIPT
-    numkeys = SMALL_COUNTS.get(argv[2])
-    if numkeys is None:
-        numkeys = parse_int(argv[2])
+    numkeys = parse_int(argv[2])  # native digits: cheaper than a lookup of the new string
     if numkeys > len(argv) - 3:
         raise TOO_MANY_KEYS
     if numkeys < 0:

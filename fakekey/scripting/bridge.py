@@ -94,10 +94,6 @@ _monotonic: Final = time.monotonic
 # --- numbers ------------------------------------------------------------------------------
 
 
-# numkeys as clients send it: the small counts, without the parser (what it answers for them)
-SMALL_COUNTS: Final = {b"%d" % i: i for i in range(100)}
-
-
 def lua_number_to_int(value: int | float) -> int:
     """Lua number -> integer reply: C's (long long) cast, which x86 turns into LLONG_MIN
     for NaN and out-of-range values."""
@@ -573,6 +569,10 @@ class CommandBridge:
         self.sandbox: Any = None  # the engine's LuaSandbox, once made
         self.run: ScriptRun | None = None
         self.resp = 2  # redis.setresp's protocol for the run going on (each run starts at 2)
+        # the command of the last name redis.call sent, as ServerState.call keeps its own:
+        # a script calling one command again skips hashing its name (a new string each call)
+        self._last_name = b""
+        self._last_cmd: Command | None = None
 
     # --- host functions (called from Lua; they never raise) ------------------------------
 
@@ -668,8 +668,15 @@ class CommandBridge:
     def _execute(self, argv: list[bytes], run: ScriptRun | None) -> Any:
         """Run argv under the run's rules: the command's reply; raises Refused."""
         state = self.state
-        # the registry as ServerState.call reads it: a known name as sent, then the rest
-        cmd = state._by_exact_name.get(argv[0])
+        # the registry as ServerState.call reads it: the last name, a known name as sent,
+        # then the rest
+        name = argv[0]
+        if name == self._last_name:
+            cmd = self._last_cmd
+        else:
+            cmd = state._by_exact_name.get(name)
+            if cmd is not None:
+                self._last_name, self._last_cmd = name, cmd
         if cmd is None or cmd.subcommands or (cmd.arity != len(argv) and (
                 cmd.arity > 0 or len(argv) < -cmd.arity)):
             found = state.lookup_command(argv)
