@@ -489,6 +489,18 @@ def test_dirty_counter_moves_as_valkey_counts(r2):
     assert wrong == []
 
 
+def test_xreadgroup_counts_each_stream_served_in_either_protocol(r):
+    """A stream named twice serves twice (its map reply in RESP3 has the key twice): one
+    change for the consumer made, one for each serving, as Valkey counts."""
+    r.call("FLUSHALL")
+    r.call("XADD", "s", "1-1", "f", "v")
+    r.call("XADD", "s", "2-1", "f", "v")
+    r.call("XGROUP", "CREATE", "s", "g", "0")
+    before = dirty(r)
+    r.call("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "s", "s", ">", ">")
+    assert dirty(r) - before == 3
+
+
 # --- 4c. total_blocking_keys_on_nokey counts keys XREADGROUP waits on ------------------------
 
 
