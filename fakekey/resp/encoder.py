@@ -37,6 +37,9 @@ INT_WIRES: Final = tuple([b":%d\r\n" % n for n in range(_TABLE_SIZE)])
 # for a million-key reply (three million parts) paging those in cost more than the copy
 JOIN_RUN: Final = 4096
 SMALL_AGGREGATE: Final = 256  # items: a bigger aggregate is framed a slice at a time, in runs
+# a nested array's whole header, one part of the join where prefix and count were two
+# (a stream entry has two nested arrays: 13 parts, not 15)
+_ARRAY_HEADS: Final = tuple([b"*%d\r\n" % n for n in range(SMALL_AGGREGATE + 1)])
 
 
 # Valkey's d2string prints an integral double with |d| <= LLONG_MAX/2 (2**62 as a double)
@@ -210,8 +213,7 @@ class Encoder:
                 if n > SMALL_AGGREGATE:  # joined in runs of its own
                     parts.append(self._aggregate(b"*", i))
                     continue
-                parts.append(b"*")  # else into the same join
-                parts.append(_COUNTS[n] if n < _TABLE_SIZE else b"%d\r\n" % n)
+                parts.append(_ARRAY_HEADS[n])  # else into the same join
                 self._add_items(parts, i)
             elif kind is int:  # the same in RESP2 and RESP3
                 parts.append(INT_WIRES[i] if 0 <= i < _TABLE_SIZE else b":%d\r\n" % i)
