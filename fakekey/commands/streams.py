@@ -232,10 +232,13 @@ def entry_reply(sid: StreamID, pairs: Pairs) -> list[Any]:
 
 
 def get_consumer(c: Client, key: bytes, group: Group, name: bytes) -> Consumer:
-    """The consumer `name`, created (with its keyspace event) when missing."""
+    """The consumer `name`, created (with its keyspace event, and a change counted, as
+    Valkey's streamCreateConsumer dirties) when missing. XCLAIM, XAUTOCLAIM and XGROUP
+    CREATECONSUMER set the count by their own rules after."""
     consumer = group.consumers.get(name)
     if consumer is None:
         consumer = group.consumers[name] = Consumer(name, c.state.now)
+        c.state.dirty += 1
         notify(c, key, "xgroup-createconsumer")
     return consumer
 
@@ -642,7 +645,7 @@ def read_command(c: Client, argv: list[bytes], group_mode: bool) -> Any:
         for key, after, group in zip(keys, ids, groups, strict=True)
         if (entries := read_one(c, key, after, group, args)) is not None
     ]
-    if group_mode:  # Valkey's dirty count: one per stream served (read_one counts consumers made)
+    if group_mode:  # Valkey's dirty count: one per stream served (get_consumer counts one made)
         c.state.dirty += len(served)
     if served:
         if c.protocol == 2:
@@ -672,8 +675,6 @@ def read_one(c: Client, key: bytes, after: StreamID, group: Group | None, args: 
         if last is not None and last > group.last_id:
             serve = True
             after = group.last_id
-    if args.consumer not in group.consumers:
-        c.state.dirty += 1  # a consumer made counts (Valkey's streamCreateConsumer)
     consumer = get_consumer(c, key, group, args.consumer)
     consumer.seen_time = c.state.now
     if not serve:

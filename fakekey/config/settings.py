@@ -945,6 +945,7 @@ class Config:
                 done.append((applier, setting))
                 continue
             self.values.update(old)
+            self.epoch += 1  # restored: what a reader kept meanwhile is read again
             for undo, undone in reversed(done):
                 undo(old[undone.name], self.values[undone.name])
             raise _set_failed(name.lower(), error)
