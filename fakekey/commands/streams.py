@@ -45,7 +45,9 @@ from fakekey.types.stream import (
     Consumer,
     Group,
     Nack,
+    OwnedIds,
     Pairs,
+    Pel,
     StreamID,
     StreamValue,
     format_id,
@@ -237,7 +239,7 @@ def get_consumer(c: Client, key: bytes, group: Group, name: bytes) -> Consumer:
     CREATECONSUMER set the count by their own rules after."""
     consumer = group.consumers.get(name)
     if consumer is None:
-        consumer = group.consumers[name] = Consumer(name, c.state.now)
+        consumer = group.consumers[name] = Consumer(name, c.state.now, group.pel.nacks)
         c.state.dirty += 1
         notify(c, key, "xgroup-createconsumer")
     return consumer
@@ -703,7 +705,7 @@ def deliver(c: Client, s: StreamValue, group: Group, consumer: Consumer, start: 
         if nack is None:
             nack = Nack(now, consumer)
             pending.add(key, nack)
-            owned.add(key, nack)
+            owned.add(key)
         else:  # a pending entry delivered again (after XGROUP SETID): a new owner
             group.assign(sid, nack, consumer)
             nack.delivery_time = now
@@ -1032,7 +1034,7 @@ def pending_summary(group: Group) -> list[Any]:
 
 def pending_entries(c: Client, group: Group, start: StreamID, end: StreamID, count: int,
                     min_idle: int, consumer_name: bytes | None) -> list[Any]:
-    pel = group.pel
+    pel: Pel | OwnedIds = group.pel
     if consumer_name is not None:
         consumer = group.consumers.get(consumer_name)
         if consumer is None:

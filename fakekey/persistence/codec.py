@@ -367,7 +367,7 @@ def _decode_stream(r: Reader) -> StreamValue:
         name = r.blob()
         group = Group(r.sid(), r.i64())
         for _ in range(r.count()):
-            consumer = Consumer(r.blob(), r.i64())
+            consumer = Consumer(r.blob(), r.i64(), group.pel.nacks)
             consumer.active_time = r.i64()
             group.consumers[consumer.name] = consumer
         for _ in range(r.count()):
@@ -379,7 +379,7 @@ def _decode_stream(r: Reader) -> StreamValue:
                 if owner is None:
                     raise CorruptData("a pending entry names an unknown consumer")
                 nack.consumer = owner
-                owner.pel.add(sid, nack)
+                owner.pel.add(sid)
             group.pel.add(sid, nack)
         s.groups[name] = group
     if sum(node.live for node in s.nodes) != s.length:

@@ -1103,7 +1103,7 @@ def _load_group_pels(reader: Reader, group: Group, version: int) -> None:
         if name in group.consumers:
             raise FormatError("duplicate consumer")
         seen = reader.ms()
-        consumer = Consumer(name, seen)
+        consumer = Consumer(name, seen, group.pel.nacks)
         consumer.active_time = reader.ms() if version >= 3 else seen
         group.consumers[name] = consumer
         for _ in range(reader.length()):
@@ -1112,7 +1112,7 @@ def _load_group_pels(reader: Reader, group: Group, version: int) -> None:
             if owned is None or owned.consumer is not None:
                 raise FormatError("consumer pel entry")
             owned.consumer = consumer
-            consumer.pel.add(sid, owned)
+            consumer.pel.add(sid)
     for _, nack in group.pel.items():
         if nack.consumer is None:
             raise FormatError("pel entry without consumer")

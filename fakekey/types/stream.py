@@ -321,12 +321,59 @@ class Pel:
             yield sid, nacks[sid]
 
 
+class OwnedIds:
+    """A consumer's pending ids, ascending. Their records are the group's (`Pel.nacks`,
+    each naming its owner), so a delivery adds one dict entry, not two, and an ack or
+    a claim removes one: most of an acknowledged id's cost was its two dict removals."""
+
+    __slots__ = ("ids", "nacks")
+
+    def __init__(self, nacks: dict[Any, Nack]) -> None:
+        self.ids: list[Any] = []  # StreamIDs, ascending (boxed once: see Pel)
+        self.nacks = nacks  # the group's pending entries
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def add(self, sid: Any) -> None:
+        """`sid`, not owned yet, becomes this consumer's."""
+        ids = self.ids
+        if not ids or id_before(ids[-1], sid):  # the newest, as deliveries come
+            ids.append(sid)
+        else:
+            ids.insert(bisect_ids(ids, sid), sid)
+
+    def remove(self, sid: Any) -> None:
+        """`sid` is this consumer's no more (acknowledged, claimed, or its group's entry
+        dropped); an id it does not own is left alone."""
+        ids = self.ids
+        if not ids:
+            return
+        first: StreamID = ids[0]
+        own: StreamID = sid
+        if first[0] == own[0] and first[1] == own[1]:  # the oldest, as acks in delivery order find it
+            ids.pop(0)
+            return
+        pos = bisect_ids(ids, own)
+        if pos < len(ids):
+            found: StreamID = ids[pos]
+            if found[0] == own[0] and found[1] == own[1]:
+                ids.pop(pos)
+
+    def items(self, start: StreamID = MIN_ID) -> Iterator[tuple[StreamID, Nack]]:
+        """(id, nack) from `start` on; the PELs must not change meanwhile."""
+        ids, nacks = self.ids, self.nacks
+        for pos in range(bisect_ids(ids, start), len(ids)):
+            sid = ids[pos]
+            yield sid, nacks[sid]
+
+
 class Consumer:
     __slots__ = ("name", "pel", "seen_time", "active_time")
 
-    def __init__(self, name: bytes, now: int) -> None:
+    def __init__(self, name: bytes, now: int, group_nacks: dict[Any, Nack]) -> None:
         self.name = name
-        self.pel = Pel()
+        self.pel = OwnedIds(group_nacks)
         self.seen_time = now  # last attempted interaction (read, claim)
         self.active_time = -1  # last successful interaction; -1 = never
 
@@ -357,7 +404,7 @@ class Group:
         if nack.consumer is not consumer:
             if nack.consumer is not None:
                 nack.consumer.pel.remove(sid)
-            consumer.pel.add(sid, nack)
+            consumer.pel.add(sid)
             nack.consumer = consumer
 
     def delete_consumer(self, consumer: Consumer) -> int:
@@ -372,7 +419,7 @@ class Group:
         twin = Group(self.last_id, self.entries_read)
         owners: dict[int, Consumer] = {}
         for name, consumer in self.consumers.items():
-            clone = Consumer(name, consumer.seen_time)
+            clone = Consumer(name, consumer.seen_time, twin.pel.nacks)
             clone.active_time = consumer.active_time
             twin.consumers[name] = clone
             owners[id(consumer)] = clone
@@ -382,7 +429,7 @@ class Group:
             clone_nack.delivery_count = nack.delivery_count
             twin.pel.add(sid, clone_nack)
             if owner is not None:
-                owner.pel.add(sid, clone_nack)
+                owner.pel.add(sid)
         return twin
 
 

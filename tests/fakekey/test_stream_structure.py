@@ -13,6 +13,8 @@ from fakekey.types.stream import (
     MAX_ID,
     MIN_ID,
     U64_MAX,
+    Consumer,
+    Group,
     Nack,
     Pel,
     StreamValue,
@@ -61,6 +63,33 @@ def test_pel_keeps_id_order_through_adds_and_removes(steps, start):
     assert pel.position(start) == bisect_left(expected, start)
     for sid in expected:
         assert sid in pel and pel.get(sid) is model[sid]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["deliver", "ack", "claim"]), st.integers(0, 2), ids),
+                max_size=60))
+def test_consumers_own_their_ids_in_order_through_deliveries_acks_and_claims(steps):
+    group = Group(MIN_ID, 0)
+    consumers = [Consumer(b"c%d" % i, 0, group.pel.nacks) for i in range(3)]
+    owner: dict[tuple[int, int], int] = {}  # the model: each pending id's consumer
+    for action, who, sid in steps:
+        if action == "deliver" and sid not in owner:  # as XREADGROUP delivers a new entry
+            group.pel.add(sid, Nack(0, consumers[who]))
+            consumers[who].pel.add(sid)
+            owner[sid] = who
+        elif action == "ack":
+            assert group.ack(sid) == (owner.pop(sid, None) is not None)
+        elif action == "claim" and sid in owner:  # as XCLAIM moves it
+            nack = group.pel.get(sid)
+            assert nack is not None
+            group.assign(sid, nack, consumers[who])
+            owner[sid] = who
+    assert group.pel.ids == sorted(owner)
+    for who, consumer in enumerate(consumers):
+        mine = sorted(sid for sid, at in owner.items() if at == who)
+        assert consumer.pel.ids == mine and len(consumer.pel) == len(mine)
+        assert [(sid, nack.consumer) for sid, nack in consumer.pel.items()] == [(sid, consumer) for sid in mine]
+        if mine:
+            assert [sid for sid, _ in consumer.pel.items(mine[-1])] == [mine[-1]]
 
 
 @given(st.lists(st.booleans(), min_size=1, max_size=30))
