@@ -239,7 +239,7 @@ def get_consumer(c: Client, key: bytes, group: Group, name: bytes) -> Consumer:
     CREATECONSUMER set the count by their own rules after."""
     consumer = group.consumers.get(name)
     if consumer is None:
-        consumer = group.consumers[name] = Consumer(name, c.state.now, group.pel.nacks)
+        consumer = group.consumers[name] = Consumer(name, c.state.now, group.pel)
         c.state.dirty += 1
         notify(c, key, "xgroup-createconsumer")
     return consumer
@@ -701,7 +701,7 @@ def deliver(c: Client, s: StreamValue, group: Group, consumer: Consumer, start: 
     pending, owned = group.pel, consumer.pel
     for sid, _ in found:
         key: Any = sid  # boxed once for both PELs (see Pel)
-        nack = pending.nacks.get(key)
+        nack = pending.get(key)
         if nack is None:
             nack = Nack(now, consumer)
             pending.add(key, nack)
@@ -1179,7 +1179,7 @@ def xautoclaim(c: Client, argv: list[bytes]) -> Any:
             count -= 1
             continue
         pos += 1
-        nack = group.pel.nacks[sid]
+        nack = group.pel.nacks[pos - 1]  # ids[pos - 1] is sid
         if min_idle and now - nack.delivery_time < min_idle:
             continue
         group.assign(sid, nack, consumer)

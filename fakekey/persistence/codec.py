@@ -367,7 +367,7 @@ def _decode_stream(r: Reader) -> StreamValue:
         name = r.blob()
         group = Group(r.sid(), r.i64())
         for _ in range(r.count()):
-            consumer = Consumer(r.blob(), r.i64(), group.pel.nacks)
+            consumer = Consumer(r.blob(), r.i64(), group.pel)
             consumer.active_time = r.i64()
             group.consumers[consumer.name] = consumer
         for _ in range(r.count()):

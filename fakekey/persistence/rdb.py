@@ -1103,7 +1103,7 @@ def _load_group_pels(reader: Reader, group: Group, version: int) -> None:
         if name in group.consumers:
             raise FormatError("duplicate consumer")
         seen = reader.ms()
-        consumer = Consumer(name, seen, group.pel.nacks)
+        consumer = Consumer(name, seen, group.pel)
         consumer.active_time = reader.ms() if version >= 3 else seen
         group.consumers[name] = consumer
         for _ in range(reader.length()):

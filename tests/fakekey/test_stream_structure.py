@@ -69,7 +69,7 @@ def test_pel_keeps_id_order_through_adds_and_removes(steps, start):
                 max_size=60))
 def test_consumers_own_their_ids_in_order_through_deliveries_acks_and_claims(steps):
     group = Group(MIN_ID, 0)
-    consumers = [Consumer(b"c%d" % i, 0, group.pel.nacks) for i in range(3)]
+    consumers = [Consumer(b"c%d" % i, 0, group.pel) for i in range(3)]
     owner: dict[tuple[int, int], int] = {}  # the model: each pending id's consumer
     for action, who, sid in steps:
         if action == "deliver" and sid not in owner:  # as XREADGROUP delivers a new entry
