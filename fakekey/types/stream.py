@@ -260,6 +260,27 @@ class Nack:
         self.consumer = consumer
 
 
+def index_of(ids: list[Any], sid: Any) -> int:
+    """The index of `sid` in the ascending `ids`, or -1: a look at both ends first
+    (acknowledgements come oldest first, deliveries newest last), then a bisection."""
+    size = len(ids)
+    if not size:
+        return -1
+    own: StreamID = sid
+    first: StreamID = ids[0]
+    if first[0] == own[0] and first[1] == own[1]:
+        return 0
+    last: StreamID = ids[size - 1]
+    if id_before(last, own):
+        return -1
+    pos = bisect_ids(ids, own)
+    if pos < size:
+        found: StreamID = ids[pos]
+        if found[0] == own[0] and found[1] == own[1]:
+            return pos
+    return -1
+
+
 class Pel:
     """A group's pending entries in id order: the ids and their records (`Nack`, which
     names its owner) in two lists side by side, `nacks[i]` the record of `ids[i]`.
@@ -286,23 +307,7 @@ class Pel:
 
     def find(self, sid: Any) -> int:
         """The index of `sid` in `ids`, or -1."""
-        ids = self.ids
-        size = len(ids)
-        if not size:
-            return -1
-        own: StreamID = sid
-        first: StreamID = ids[0]
-        if first[0] == own[0] and first[1] == own[1]:  # the oldest: acks in delivery order
-            return 0
-        last: StreamID = ids[size - 1]
-        if id_before(last, own):  # newer than any: a new delivery
-            return -1
-        pos = bisect_ids(ids, own)
-        if pos < size:
-            found: StreamID = ids[pos]
-            if found[0] == own[0] and found[1] == own[1]:
-                return pos
-        return -1
+        return index_of(self.ids, sid)
 
     def get(self, sid: Any) -> Nack | None:
         pos = self.find(sid)
@@ -365,19 +370,9 @@ class OwnedIds:
     def remove(self, sid: Any) -> None:
         """`sid` is this consumer's no more (acknowledged, claimed, or its group's entry
         dropped); an id it does not own is left alone."""
-        ids = self.ids
-        if not ids:
-            return
-        first: StreamID = ids[0]
-        own: StreamID = sid
-        if first[0] == own[0] and first[1] == own[1]:  # the oldest, as acks in delivery order find it
-            ids.pop(0)
-            return
-        pos = bisect_ids(ids, own)
-        if pos < len(ids):
-            found: StreamID = ids[pos]
-            if found[0] == own[0] and found[1] == own[1]:
-                ids.pop(pos)
+        pos = index_of(self.ids, sid)
+        if pos >= 0:
+            self.ids.pop(pos)
 
     def items(self, start: StreamID = MIN_ID) -> Iterator[tuple[StreamID, Nack]]:
         """(id, nack) from `start` on; the PELs must not change meanwhile."""
