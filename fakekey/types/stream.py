@@ -260,34 +260,35 @@ class Nack:
         self.consumer = consumer
 
 
-def index_of(ids: list[Any], sid: Any) -> int:
-    """The index of `sid` in the ascending `ids`, or -1: a look at both ends first
-    (acknowledgements come oldest first, deliveries newest last), then a bisection."""
+def same_id(a: StreamID, b: StreamID) -> bool:
+    return a[0] == b[0] and a[1] == b[1]
+
+
+def insertion_index(ids: list[Any], sid: Any) -> int:
+    """Where `sid` goes in the ascending `ids` (the first id >= it): at the end when it is
+    the newest, as deliveries come, without a bisection."""
     size = len(ids)
-    if not size:
-        return -1
-    own: StreamID = sid
-    first: StreamID = ids[0]
-    if first[0] == own[0] and first[1] == own[1]:
+    if not size or id_before(ids[size - 1], sid):
+        return size
+    return bisect_ids(ids, sid)
+
+
+def index_of(ids: list[Any], sid: Any) -> int:
+    """The index of `sid` in the ascending `ids`, or -1. The oldest is looked at first:
+    acknowledgements come in delivery order."""
+    if ids and same_id(ids[0], sid):
         return 0
-    last: StreamID = ids[size - 1]
-    if id_before(last, own):
-        return -1
-    pos = bisect_ids(ids, own)
-    if pos < size:
-        found: StreamID = ids[pos]
-        if found[0] == own[0] and found[1] == own[1]:
-            return pos
-    return -1
+    pos = insertion_index(ids, sid)
+    return pos if pos < len(ids) and same_id(ids[pos], sid) else -1
 
 
 class Pel:
     """A group's pending entries in id order: the ids and their records (`Nack`, which
     names its owner) in two lists side by side, `nacks[i]` the record of `ids[i]`.
 
-    An id is found by bisection on its two native integers, after a look at both ends:
-    deliveries come newest last and acknowledgements oldest first, so most lookups end
-    there. A dict by id (it was one) hashed the request's id, a new tuple, at every
+    An id is found by bisection on its two native integers, after a look at both ends
+    (`index_of`): deliveries come newest last and acknowledgements oldest first, so most
+    lookups end there. A dict by id (it was one) hashed the request's id, a new tuple, at every
     lookup and compared it item by item: 300-770 instructions an operation. The ids are
     held as the tuples they are (`Any`, not `StreamID`): compiled, a `StreamID` is two
     native integers, boxed into a new tuple at each container operation. (One integer a
@@ -316,15 +317,10 @@ class Pel:
     def add(self, sid: Any, nack: Nack) -> None:
         """`sid` pending with the record `nack` (replacing the one it had, if any)."""
         ids = self.ids
-        if not ids or id_before(ids[-1], sid):  # the newest, as deliveries come
-            ids.append(sid)
-            self.nacks.append(nack)
-            return
-        pos = self.find(sid)
-        if pos >= 0:  # pending already: its place stays
+        pos = insertion_index(ids, sid)
+        if pos < len(ids) and same_id(ids[pos], sid):  # pending already: its place stays
             self.nacks[pos] = nack
             return
-        pos = bisect_ids(ids, sid)
         ids.insert(pos, sid)
         self.nacks.insert(pos, nack)
 
@@ -361,11 +357,7 @@ class OwnedIds:
 
     def add(self, sid: Any) -> None:
         """`sid`, not owned yet, becomes this consumer's."""
-        ids = self.ids
-        if not ids or id_before(ids[-1], sid):  # the newest, as deliveries come
-            ids.append(sid)
-        else:
-            ids.insert(bisect_ids(ids, sid), sid)
+        self.ids.insert(insertion_index(self.ids, sid), sid)
 
     def remove(self, sid: Any) -> None:
         """`sid` is this consumer's no more (acknowledged, claimed, or its group's entry
