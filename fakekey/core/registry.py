@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from fakekey.codecs.numbers import try_int
-from fakekey.core.dirty import Dirty, counted
+from fakekey.core.dirty import Counted, Dirty
 
 if TYPE_CHECKING:
     from fakekey.commands.doc_data import CommandDocs
@@ -108,10 +108,14 @@ class Command:
     # `flags` (a frozenset) costs a set lookup each time
     writes: bool = field(init=False)
     noscript: bool = field(init=False)
+    # the handler when it counts by a rule: the server calls its `run` natively
+    counted: Counted | None = field(init=False)
 
     def __post_init__(self) -> None:
         self.writes = "write" in self.flags
         self.noscript = "noscript" in self.flags
+        handler = self.handler
+        self.counted = handler if isinstance(handler, Counted) else None
 
     @property
     def full_name(self) -> str:
@@ -372,7 +376,7 @@ def command(
                 name=name.lower(),
                 arity=arity,
                 flags=frozenset(flags.split() + (["module"] if module else [])),
-                handler=fn if dirty is None else counted(fn, dirty),
+                handler=fn if dirty is None else Counted(fn, dirty),
                 keys=tuple(keys or ()),
                 acl=tuple(acl.split()),
                 group=group,

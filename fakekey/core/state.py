@@ -681,7 +681,11 @@ class ServerState:
             if self.feed is not None:  # in-process replicas (and the log, when on) record it
                 reply = self.feed.run(client, cmd, argv)
             elif self.aof is None:
-                reply = cmd.handler(client, argv)  # type: ignore[misc]
+                counted = cmd.counted
+                if counted is None:
+                    reply = cmd.handler(client, argv)  # type: ignore[misc]
+                else:  # the same handler and its count, called natively
+                    reply = counted.run(client, argv)
             else:  # appendonly: the log records what the command changed
                 reply = self.aof.run(client, cmd, argv)
         except ReplyError as err:
