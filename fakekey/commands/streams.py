@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fakekey.codecs.numbers import SHORT_INT_MAX
 from fakekey.commands.args import (
@@ -56,6 +56,9 @@ from fakekey.types.stream import (
     pairs_bytes,
     previous_id,
 )
+
+if TYPE_CHECKING:  # mypyc's native 64-bit int; plain int when run as Python
+    from mypy_extensions import i64
 
 G = "stream"
 ACL = "stream"
@@ -155,10 +158,17 @@ def _plain_id_dash(raw: bytes) -> int:
 
 
 def _digits_value(raw: bytes, start: int, end: int) -> int:
-    value = 0
+    """The number raw[start:end] spells (digits only, at most 19 of them)."""
+    if end - start > 18:  # may pass 2**63: integers that grow
+        value = 0
+        for i in range(start, end):
+            value = value * 10 + raw[i] - 48
+        return value
+    # 18 digits fit 64 bits: compiled, native integers without overflow checks
+    native: i64 = 0
     for i in range(start, end):
-        value = value * 10 + raw[i] - 48
-    return value
+        native = native * 10 + (raw[i] - 48)
+    return native
 
 
 def parse_interval(raw: bytes, missing_seq: int) -> tuple[StreamID, bool]:
