@@ -43,7 +43,7 @@ class Dirty:
 
     Each rule is a subclass, not a function held as a value: the compiled `run` calls
     its methods directly, where a held function is a generic call that parses its
-    arguments (about a tenth of a pipelined LPUSH)."""
+    arguments (some 300 of a pipelined LPUSH's 6,700 instructions)."""
 
     def measure(self, c: Any, argv: list[bytes]) -> Any:
         return None
@@ -187,7 +187,7 @@ class Counted:
         self.dirty = dirty
 
     def __call__(self, c: Client, argv: list[bytes]) -> Any:
-        return self.dirty.run(self.handler, c, argv)
+        return self.run(c, argv)
 
     def run(self, c: Client, argv: list[bytes]) -> Any:
         return self.dirty.run(self.handler, c, argv)
