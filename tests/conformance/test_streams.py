@@ -134,6 +134,18 @@ def test_xadd_exhausted(r2):
     assert r2.call("XADD", "u", f"{MAX}-*", "a", "1") == ("$", f"{MAX}-0".encode())
 
 
+def test_ids_of_18_and_19_digits_keep_their_values(r2):
+    """A plain id's parts are read in native integers up to 18 digits, and past that in
+    integers that grow: either side of the line, and 19 digits past 2**63."""
+    ids = ["999999999999999999-1", "1000000000000000000-999999999999999999",
+           "9223372036854775808-9999999999999999999", "9999999999999999999-1"]
+    for sid in ids:
+        assert r2.call("XADD", "s", sid, "a", "1") == ("$", sid.encode())
+    kind, entries = r2.call("XRANGE", "s", "999999999999999999-1", "9999999999999999999-1")
+    assert [entry[1][0] for entry in entries] == [("$", sid.encode()) for sid in ids]
+    assert r2.call("XDEL", "s", "9223372036854775808-9999999999999999999") == (":", 1)
+
+
 def test_xadd_auto_id_never_goes_backwards(r2):
     future = 99999999999999
     r2.call("XADD", "s", f"{future}-5", "a", "1")
