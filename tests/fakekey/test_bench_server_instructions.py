@@ -1,0 +1,46 @@
+"""bench/server_instructions.py: the servers it starts, and its arithmetic (a driven run
+under valgrind takes minutes: the tool itself is run by hand, bench/README.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+SERVER_INSTRUCTIONS_PY = Path(__file__).resolve().parents[2] / "bench" / "server_instructions.py"
+
+
+def _load_bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_server_instructions", SERVER_INSTRUCTIONS_PY)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_server_instructions"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+bench = _load_bench()
+
+
+def test_both_servers_start_without_persistence_on_loopback():
+    valkey = bench.server_argv("valkey", 7000, "/bin/valkey-server")
+    assert valkey == ["/bin/valkey-server", "--port", "7000", "--bind", "127.0.0.1", "--save", "",
+                      "--appendonly", "no"]
+    fakekey = bench.server_argv("fakekey", 7001, None)
+    assert fakekey[1:] == ["-m", "fakekey", "--port", "7001", "--bind", "127.0.0.1", "--save", ""]
+
+
+def test_per_request_is_the_driven_runs_excess_over_the_idle_one():
+    assert bench.per_request(1_000_000, 1_450_000, 100) == 4500.0
+
+
+def test_the_report_is_read_by_the_in_process_tools_reader():
+    report = "==1== Events    : Ir\n==1== Collected : 123456789\n==1==\n==1== I   refs:      123,456,789\n"
+    assert bench.collected(report) == 123456789
+
+
+def test_defaults_cover_the_keyspace_workloads_at_both_depths():
+    args = bench.parse_args([])
+    assert args.tests.split(",") == ["get", "set", "incr", "lpush"]
+    assert args.pipeline == "1,16" and args.keys == 100000
