@@ -3,31 +3,17 @@ fakekey serves), so the EMQ benchmark keeps working as the verbs and scripts cha
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from bench_scripts import load_bench
 
 from fakekey import Server
 from fakekey.emq.scripts import SCRIPTS
 
-EMQ_PY = Path(__file__).resolve().parents[2] / "bench" / "emq.py"
-
-
-def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_emq", EMQ_PY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_emq"] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_bench("emq")
 
 
 def test_scripts_are_loaded_by_name() -> None:

@@ -4,28 +4,15 @@ server change. No timing is asserted: only that every figure is there and positi
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+from bench_scripts import load_bench
 
-BENCH_PY = Path(__file__).resolve().parents[2] / "bench" / "emq_wakes.py"
 MODES = ["seed", "ring-all", "bclaim"]
 
-
-def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_emq_wakes", BENCH_PY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_emq_wakes"] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_bench("emq_wakes")
 
 
 def test_quickest_run_on_fakekey(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

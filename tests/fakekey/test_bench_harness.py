@@ -5,35 +5,21 @@ real run when redis-benchmark is installed."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from bench_scripts import load_bench
 
 from fakekey import Server
 from fakekey.testing.raw import RawClient, encode_command
 from fakekey.testing.targets import ValkeyTarget, find_valkey_binary
 
-RUN_PY = Path(__file__).resolve().parents[2] / "bench" / "run.py"
-
-
-def _load_harness() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_run", RUN_PY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_run"] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_harness()
+bench = load_bench("run")
 
 CANNED = (
     "WARNING: Could not fetch server CONFIG\n"

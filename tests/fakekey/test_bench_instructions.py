@@ -3,26 +3,10 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
-
 import pytest
+from bench_scripts import load_bench
 
-INSTRUCTIONS_PY = Path(__file__).resolve().parents[2] / "bench" / "instructions.py"
-
-
-def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_instructions", INSTRUCTIONS_PY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_instructions"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_bench("instructions")
 
 EXPECTED_LAST = {
     "PING": b"+PONG\r\n",

@@ -3,24 +3,9 @@ under valgrind takes minutes: the tool itself is run by hand, bench/README.md)."
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-from types import ModuleType
+from bench_scripts import load_bench
 
-SERVER_INSTRUCTIONS_PY = Path(__file__).resolve().parents[2] / "bench" / "server_instructions.py"
-
-
-def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_server_instructions", SERVER_INSTRUCTIONS_PY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_server_instructions"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_bench("server_instructions")
 
 
 def test_both_servers_start_without_persistence_on_loopback():

@@ -4,31 +4,17 @@ prints and writes, never the timings."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
+from bench_scripts import load_bench
 
 from fakekey.testing.targets import find_valkey_binary
 
-STALLS_PY = Path(__file__).resolve().parents[2] / "bench" / "stalls.py"
-
-
-def _load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_stalls", STALLS_PY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_stalls"] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_bench("stalls")
 
 ASKED_FOR = [
     "expiry", "randomkey", "field-ttl-cron", "flushall", "flushall-async", "flushdb", "del-big",

@@ -8,27 +8,12 @@ a leak."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
-from types import ModuleType
 
-MEMORY_PY = Path(__file__).resolve().parents[2] / "bench" / "memory.py"
+from bench_scripts import load_bench
 
-
-def _load_bench() -> ModuleType:
-    if "bench_memory" in sys.modules:
-        return sys.modules["bench_memory"]
-    spec = importlib.util.spec_from_file_location("bench_memory", MEMORY_PY)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_memory"] = module  # dataclasses look their module up while defining
-    spec.loader.exec_module(module)
-    return module
-
-
-bench = _load_bench()
+bench = load_bench("memory", reuse=True)
 
 REQUESTS = 200_000
 WARMUP = 80_000
