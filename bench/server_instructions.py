@@ -28,7 +28,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -37,6 +36,7 @@ ROOT = BENCH_DIR.parent
 sys.path[:0] = [str(ROOT), str(BENCH_DIR)]
 
 from instructions import collected  # noqa: E402  (bench/instructions.py: callgrind's report)
+from run import wait_for_ping  # noqa: E402  (bench/run.py)
 
 from fakekey.testing.raw import RawClient  # noqa: E402
 from fakekey.testing.targets import find_valkey_binary, free_port  # noqa: E402
@@ -58,18 +58,6 @@ def server_argv(server: str, port: int, valkey: str | None) -> list[str]:
     return [sys.executable, "-m", "fakekey", "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
 
 
-def wait_for_ping(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            with RawClient("127.0.0.1", port, timeout=5) as client:
-                if client.call("PING") == ("+", b"PONG"):
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"the server on port {port} did not answer PING")
-
-
 def benchmark(port: int, test: str, pipeline: int, requests: int, keys: int) -> None:
     subprocess.run(["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-c", "50", "-q",
                     "-n", str(requests), "-P", str(pipeline), "-r", str(keys), "-t", test],
@@ -88,7 +76,7 @@ def count(server: str, test: str, pipeline: int, requests: int, keys: int, valke
         proc = subprocess.Popen(argv, cwd=scratch, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         try:
-            wait_for_ping(port, proc)
+            wait_for_ping("127.0.0.1", port, START_TIMEOUT_S, lambda: proc.poll() is None)
             benchmark(port, "set", 16, FILL_REQUESTS, keys)
             if requests:
                 benchmark(port, test, pipeline, requests, keys)
