@@ -20,12 +20,9 @@ bits in every object; here a string key costs ~145 bytes instead of ~193
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fakekey.core.table import SHARDS, Table
-
-if TYPE_CHECKING:  # mypyc's native 64-bit int; plain int when run as Python
-    from mypy_extensions import i64
 
 
 class AccessTimes:
@@ -36,7 +33,7 @@ class AccessTimes:
 
     def __init__(self, data: Table) -> None:
         self.data = data
-        self.touched = Table()  # key -> stamp, for keys accessed since they were added
+        self.touched = Table(data.hashes)  # key -> stamp, for keys accessed since they were added
         self.marks: dict[bytes, Any] = {}  # a run's first key -> the run's stamp
         self.runs: list[Any] | None = None  # each shard's last run's stamp (None: none open)
         self.second = -1  # the second `shared` stands for
@@ -63,8 +60,7 @@ class AccessTimes:
         runs = self.runs
         if runs is None:
             runs = self.runs = [None] * SHARDS
-        h: i64 = hash(key)
-        shard = h & data.mask
+        shard = data.shard_index(key)
         if runs[shard] is not stamp:  # the first key of this shard in this second
             runs[shard] = stamp
             self.marks[key] = stamp
@@ -82,8 +78,7 @@ class AccessTimes:
         """A run's first key leaves: the next key of its shard starts the run, unless it
         starts one of its own; the shard's last key leaving closes the shard's run."""
         data = self.data
-        h: i64 = hash(key)
-        shard = h & data.mask
+        shard = data.shard_index(key)
         following = False
         for other in data.shards[shard]:
             if following:
@@ -101,8 +96,7 @@ class AccessTimes:
         """`key`'s access time in ms, or `default` if it has none (not in `data`)."""
         stamp = self.touched.get(key)
         if stamp is None and self.marks and key in self.data:
-            h: i64 = hash(key)
-            self._settle(h & self.data.mask)
+            self._settle(self.data.shard_index(key))
             stamp = self.touched.get(key)
         return default if stamp is None else stamp
 

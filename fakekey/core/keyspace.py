@@ -24,7 +24,7 @@ from fakekey.codecs.errors import WRONGTYPE
 from fakekey.core.access import AccessTimes
 from fakekey.core.cluster import SlotIndex
 from fakekey.core.sampled import SampledKeys
-from fakekey.core.table import Table
+from fakekey.core.table import KeyHashes, Table
 from fakekey.memory.lazyfree import lazy_setting, release
 from fakekey.types.hash import HashValue
 
@@ -51,7 +51,7 @@ class Database:
     """One numbered database."""
 
     __slots__ = (
-        "state", "index", "data", "expires", "access", "watched", "waiting", "scan_order",
+        "state", "index", "hashes", "data", "expires", "access", "watched", "waiting", "scan_order",
         "numbers_as_text", "lfu", "lfu_touched", "sampled_keys", "sampled_volatile",
         "field_ttl_keys", "sampled_field_ttls", "scan_added", "slot_index",
     )
@@ -60,8 +60,10 @@ class Database:
         self.state = state
         self.index = index
         # the per-key tables grow a part at a time (fakekey/core/table.py)
-        self.data = Table()  # key -> value
-        self.expires = Table()  # key -> unix ms deadline
+        # one memo of the key last hashed, for all of them: a command hashes its key once
+        self.hashes = KeyHashes()
+        self.data = Table(self.hashes)  # key -> value
+        self.expires = Table(self.hashes)  # key -> unix ms deadline
         # key -> ms of last access, to the second (OBJECT IDLETIME, LRU: core/access.py)
         self.access = AccessTimes(self.data)
         self.watched: dict[bytes, set[Client]] = {}  # WATCH
@@ -73,7 +75,7 @@ class Database:
         # Valkey keeps it embstr): OBJECT ENCODING asks; any new value or removal forgets
         self.numbers_as_text: set[bytes] = set()
         # key -> Valkey's packed LFU counter (fakekey/memory/lfu.py), kept under an LFU policy
-        self.lfu = Table()
+        self.lfu = Table(self.hashes)
         self.lfu_touched: tuple[bytes, int] | None = None  # (key, command) last counted
         # the keys, and the keys with a deadline, to draw from (RANDOMKEY) and walk (active
         # expiry) at O(1) a key: a dict has no random access (fakekey/core/sampled.py)
@@ -501,7 +503,8 @@ class Database:
             self.state.reclaimer.hand(
                 self.data.shards, len(self.data), self.expires.shards, self.access.touched.shards,
                 self.lfu.shards, self.numbers_as_text, self.field_ttl_keys, table)
-            self.data, self.expires, self.lfu = Table(), Table(), Table()
+            self.data, self.expires, self.lfu = (Table(self.hashes), Table(self.hashes),
+                                                 Table(self.hashes))
             self.access = AccessTimes(self.data)
             self.numbers_as_text, self.field_ttl_keys = set(), set()
         else:

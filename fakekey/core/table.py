@@ -25,10 +25,34 @@ SPLIT_AT: Final = 8192  # keys: splitting copies them once, well under a millise
 _MISSING: Final[Any] = object()
 
 
+class KeyHashes:
+    """The hash of the key last asked about, for the tables that share this memo (a
+    database's; SWAPDB may mix two databases' tables, which a memo of `hash()` does not
+    mind): a command's lookups of one key (its value, deadline, access time, then its
+    write) hash it once. Only the server's loop thread uses a table. Compiled, `hash()` boxes half of all hashes into a new int
+    (those past mypyc's 63-bit tagged ints) only for `i64` to unbox it again: about as
+    many instructions as the dict lookup the shard is for."""
+
+    __slots__ = ("key", "h")
+
+    def __init__(self) -> None:
+        self.key: object = None  # kept alive by the memo: its address cannot be reused
+        self.h: i64 = 0
+
+    def of(self, key: object) -> i64:
+        if key is self.key:
+            return self.h
+        h: i64 = hash(key)
+        self.key = key
+        self.h = h
+        return h
+
+
 class Table:
     """The mapping protocol of a dict over bytes keys (what the keyspace uses of it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, hashes: KeyHashes | None = None) -> None:
+        self.hashes = KeyHashes() if hashes is None else hashes
         self.shards: list[dict[bytes, Any]] = [{}]
         # the whole table while it is one dict (None once split): no hash to compute
         self.one: dict[bytes, Any] | None = self.shards[0]
@@ -125,8 +149,13 @@ class Table:
         one = self.one
         if one is not None:
             return one
-        h: i64 = hash(key)
-        return self.shards[h & self.mask]
+        return self.shards[self.hashes.of(key) & self.mask]
+
+    def shard_index(self, key: object) -> i64:
+        """The index in `shards` of `key`'s shard (0 while the table is one dict)."""
+        if self.one is not None:
+            return 0
+        return self.hashes.of(key) & self.mask
 
     def _split(self) -> None:
         """From one dict to SHARDS, once: later growths copy one shard each."""
