@@ -17,7 +17,7 @@ Where `bench/instructions.py` compares two builds of fakekey on its own request 
 this compares fakekey with Valkey on the same wire; set beside `bench/run.py`'s CPU
 per request, it tells instructions from what each instruction costs (a workload whose
 instructions match Valkey's but whose CPU does not is paying for memory, not code).
-Needs `valgrind` and `redis-benchmark` (Debian's packages); a minute or two per figure.
+Needs `valgrind` and `redis-benchmark` (Debian's packages); two to four minutes per figure.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--tests", "-t", default="get,set,incr,lpush", help="redis-benchmark tests (get,set,incr,lpush)")
     parser.add_argument("--pipeline", "-P", default="1,16", help="comma list of depths (1,16)")
     parser.add_argument("--requests", "-n", type=int, default=0,
-                        help="requests of each driven run (default 5,000 at -P 1, 50,000 deeper)")
+                        help="requests of each driven run (default 30,000 at -P 1, 50,000 deeper)")
     parser.add_argument("--keys", type=int, default=100000, help="random keys (redis-benchmark -r; 100000)")
     return parser.parse_args(argv)
 
@@ -120,7 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{'test':8s} {'-P':>3s} {'valkey':>9s} {'fakekey':>9s} {'vk/fk':>6s}")
     for test in args.tests.split(","):
         for pipeline in (int(p) for p in args.pipeline.split(",")):
-            requests = args.requests or (5000 if pipeline == 1 else 50000)
+            # enough that the run's one-off costs (50 connections set up, modules used for
+            # the first time) are a few percent of a request's figure: at 5,000, a sixth
+            requests = args.requests or (30000 if pipeline == 1 else 50000)
             vk = measure("valkey", test, pipeline, requests, args.keys, valkey)
             fk = measure("fakekey", test, pipeline, requests, args.keys, valkey)
             print(f"{test:8s} {pipeline:3d} {vk:9,.0f} {fk:9,.0f} {vk / fk:6.2f}", flush=True)
