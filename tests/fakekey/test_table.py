@@ -4,7 +4,7 @@ once it is big, so that a growth copies one shard and not the whole keyspace."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakekey.core.table import SHARDS, SPLIT_AT, Table
+from fakekey.core.table import SHARDS, SPLIT_AT, KeyHashes, Table
 
 keys = st.binary(max_size=4)
 ops = st.lists(st.tuples(st.sampled_from(["set", "put", "pop", "del", "get", "in"]), keys,
@@ -61,3 +61,45 @@ def test_pop_without_default_raises_as_a_dict():
     else:
         raise AssertionError("no KeyError")
     assert table.setdefault(b"a", 1) == 1 and table.setdefault(b"a", 2) == 1
+
+
+def split_tables(hashes: KeyHashes) -> tuple[Table, Table]:
+    tables = Table(hashes), Table(hashes)
+    for table in tables:
+        for i in range(SPLIT_AT):
+            table[b"fill%d" % i] = i
+        assert table.one is None
+    return tables
+
+
+@given(st.lists(st.tuples(st.integers(0, 1), st.sampled_from(["set", "pop", "get", "in"]), keys,
+                          st.integers(0, 9)), max_size=100))
+def test_split_tables_sharing_one_memo_behave_as_dicts(script):
+    # each request brings its own copy of a key: equal bytes, another object, which the
+    # memo must not mistake for the key it last hashed (nor an equal one for another)
+    tables = split_tables(KeyHashes())
+    models: tuple[dict[bytes, int], dict[bytes, int]] = (
+        {b"fill%d" % i: i for i in range(SPLIT_AT)}, {b"fill%d" % i: i for i in range(SPLIT_AT)})
+    for which, op, key, value in script:
+        table, model, key = tables[which], models[which], bytes(bytearray(key))
+        if op == "set":
+            table[key] = model[key] = value
+        elif op == "pop":
+            assert table.pop(key, None) == model.pop(key, None)
+        elif op == "get":
+            assert table.get(key) == model.get(key)
+        else:
+            assert (key in table) == (key in model)
+        assert table.shard_index(key) == hash(key) & (SHARDS - 1)
+    for table, model in zip(tables, models, strict=True):
+        assert dict(table.items()) == model
+
+
+def test_the_memo_hashes_a_key_once_and_a_new_key_again():
+    hashes = KeyHashes()
+    key, other = b"key:000000012345", b"key:000000054321"
+    assert hashes.of(key) == hash(key) and hashes.key is key
+    assert hashes.of(key) == hash(key)
+    assert hashes.of(other) == hash(other) and hashes.key is other
+    copy = bytes(bytearray(key))  # equal, not the same object: hashed anew, the same hash
+    assert hashes.of(copy) == hash(key) and hashes.key is copy
