@@ -1004,6 +1004,8 @@ def measure(scen: Scenario, kind: str, size: int, number: int, args: argparse.Na
         outcome.error = one_line(f"{err}" if isinstance(err, ScenarioFailed | ServerError) else f"{type(err).__name__}: {err}")
         if server is not None and server.proc.poll() is not None:
             outcome.error += f" (server exited {server.proc.returncode}: {server.log_tail()})"
+        elif server is not None and isinstance(err, OSError):  # a connection the server closed: why
+            outcome.error += f" (server log: {server.log_tail()})"
     finally:
         if server is not None:
             server.close()

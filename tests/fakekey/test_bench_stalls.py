@@ -82,6 +82,23 @@ def test_an_unsupported_command_becomes_an_error_row() -> None:
     assert result.error.startswith("ERR unknown command") and result.value_ms is None
 
 
+def test_a_connection_the_server_closes_is_an_error_row_with_the_servers_log() -> None:
+    @bench.scenario("selfkill", "a client the server closes")
+    def selfkill(run: Any) -> None:
+        with run.watched():
+            run.call("CLIENT", "KILL", "SKIPME", "no")
+            run.call("PING")
+
+    try:
+        args = bench.parse_args(["--servers", "fakekey"])
+        result = bench.measure(bench.SCENARIOS["selfkill"], "fakekey", 10, 1, args)
+    finally:
+        del bench.SCENARIOS["selfkill"]
+    # closed or reset, as the kernel has it: either way the row says what the server logged
+    assert result.error.startswith("Connection") and "(server log: fakekey ready port=" in result.error
+    assert result.value_ms is None
+
+
 QUICK = ["keys", "expiry", "load-at-start", "multi-queue-flood"]
 
 
