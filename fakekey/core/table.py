@@ -29,9 +29,10 @@ class KeyHashes:
     """The hash of the key last asked about, for the tables that share this memo (a
     database's; SWAPDB may mix two databases' tables, which a memo of `hash()` does not
     mind): a command's lookups of one key (its value, deadline, access time, then its
-    write) hash it once. Only the server's loop thread uses a table. Compiled, `hash()` boxes half of all hashes into a new int
-    (those past mypyc's 63-bit tagged ints) only for `i64` to unbox it again: about as
-    many instructions as the dict lookup the shard is for."""
+    write) hash it once. Only the server's loop thread uses a table. Compiled, `hash()`
+    boxes half of all hashes into a new int (those past mypyc's 63-bit tagged ints) only
+    for `i64` to unbox it again: about as many instructions as the dict lookup the shard
+    is for."""
 
     __slots__ = ("key", "h")
 
