@@ -68,32 +68,32 @@ def test_a_failed_run_is_a_cell_with_its_error() -> None:
     assert bench.notes(rows) == ["s 10 fakekey: ERR unknown command 'X'"]
 
 
+def measure_once(act: Any) -> Any:
+    """One run of a scenario made for the test (`act(run)`), on fakekey, size 10."""
+    bench.scenario("made-here", "a scenario of this test")(act)
+    try:
+        return bench.measure(bench.SCENARIOS["made-here"], "fakekey", 10, 1,
+                             bench.parse_args(["--servers", "fakekey"]))
+    finally:
+        del bench.SCENARIOS["made-here"]
+
+
 def test_an_unsupported_command_becomes_an_error_row() -> None:
-    @bench.scenario("nosuch", "a command no server knows")
     def nosuch(run: Any) -> None:
         with run.watched():
             run.call("NOSUCHCMD")
 
-    try:
-        args = bench.parse_args(["--servers", "fakekey"])
-        result = bench.measure(bench.SCENARIOS["nosuch"], "fakekey", 10, 1, args)
-    finally:
-        del bench.SCENARIOS["nosuch"]
+    result = measure_once(nosuch)
     assert result.error.startswith("ERR unknown command") and result.value_ms is None
 
 
 def test_a_connection_the_server_closes_is_an_error_row_with_the_servers_log() -> None:
-    @bench.scenario("selfkill", "a client the server closes")
     def selfkill(run: Any) -> None:
         with run.watched():
             run.call("CLIENT", "KILL", "SKIPME", "no")
             run.call("PING")
 
-    try:
-        args = bench.parse_args(["--servers", "fakekey"])
-        result = bench.measure(bench.SCENARIOS["selfkill"], "fakekey", 10, 1, args)
-    finally:
-        del bench.SCENARIOS["selfkill"]
+    result = measure_once(selfkill)
     # closed or reset, as the kernel has it: either way the row says what the server logged
     assert result.error.startswith("Connection") and "(server log: fakekey ready port=" in result.error
     assert result.value_ms is None
